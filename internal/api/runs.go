@@ -1,0 +1,312 @@
+// Package api implements Wayfinder's gRPC services (and, through
+// grpc-gateway, its REST API): request validation, the run lifecycle calls
+// and event streaming. Errors are returned as plain Go errors of the fault
+// vocabulary and turned into statuses by the interceptors in status.go.
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/propagation"
+	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/grpc"
+
+	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+	"github.com/wayfinder/wayfinder/internal/events"
+	"github.com/wayfinder/wayfinder/internal/fault"
+	"github.com/wayfinder/wayfinder/internal/store"
+)
+
+// Queue is what the API needs of the run queue.
+type Queue interface {
+	EnqueueRunTx(ctx context.Context, tx pgx.Tx, runID string, timeout time.Duration) (int64, error)
+	CancelJobTx(ctx context.Context, tx pgx.Tx, jobID int64) error
+}
+
+// Config configures the RunService.
+type Config struct {
+	Store *store.Store
+	Queue Queue
+	Hub   *events.Hub
+	// MaxRunTimeout is the default and the upper bound of a run's
+	// run_timeout.
+	MaxRunTimeout time.Duration
+	// PollInterval is how often a stream re-reads the store when no
+	// notification arrives (a safety net for missed notifications).
+	// Default 2s.
+	PollInterval time.Duration
+	Logger       *slog.Logger
+}
+
+// RunService implements wayfinder.v1.RunService.
+type RunService struct {
+	wfv1.UnimplementedRunServiceServer
+	cfg Config
+}
+
+// NewRunService returns the run service.
+func NewRunService(cfg Config) *RunService {
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 2 * time.Second
+	}
+	return &RunService{cfg: cfg}
+}
+
+// CreateRun implements wayfinder.v1.RunService.
+func (s *RunService) CreateRun(ctx context.Context, req *wfv1.CreateRunRequest) (*wfv1.Run, error) {
+	run, _, err := s.create(ctx, req.GetParams(), req.GetRequestId())
+	return run, err
+}
+
+func (s *RunService) create(ctx context.Context, params *wfv1.RunParams, requestID string) (*wfv1.Run, bool, error) {
+	var v fault.Violations
+	validateRequestID(&v, requestID)
+	if err := v.Err(); err != nil {
+		return nil, false, err
+	}
+	params, err := validateParams(params, s.cfg.MaxRunTimeout)
+	if err != nil {
+		return nil, false, err
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	timeout := params.GetBrowser().GetRunTimeout().AsDuration()
+	run, created, err := s.cfg.Store.CreateRun(ctx, store.NewRun{
+		RequestID: requestID, Params: params, TraceContext: carrier,
+	}, func(ctx context.Context, tx pgx.Tx, runID string) (int64, error) {
+		return s.cfg.Queue.EnqueueRunTx(ctx, tx, runID, timeout)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if created {
+		s.cfg.Logger.InfoContext(ctx, "run created", "run_id", run.Id, "start_url", params.StartUrl)
+	}
+	return run, created, nil
+}
+
+// GetRun implements wayfinder.v1.RunService.
+func (s *RunService) GetRun(ctx context.Context, req *wfv1.GetRunRequest) (*wfv1.Run, error) {
+	if err := requireID("run_id", req.GetRunId()); err != nil {
+		return nil, err
+	}
+	return s.cfg.Store.GetRun(ctx, req.GetRunId())
+}
+
+// ListRuns implements wayfinder.v1.RunService.
+func (s *RunService) ListRuns(ctx context.Context, req *wfv1.ListRunsRequest) (*wfv1.ListRunsResponse, error) {
+	var v fault.Violations
+	size := int(req.GetPageSize())
+	switch {
+	case size == 0:
+		size = 50
+	case size < 1 || size > 200:
+		v.Add("page_size", "must be between 1 and 200 (got %d)", size)
+	}
+	for i, st := range req.GetStatuses() {
+		if _, ok := wfv1.RunStatus_name[int32(st)]; !ok || st == wfv1.RunStatus_RUN_STATUS_UNSPECIFIED {
+			v.Add(fmt.Sprintf("statuses[%d]", i), "unknown run status %d", st)
+		}
+	}
+	labels := parseLabelSelector(&v, req.GetLabels())
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	runs, next, err := s.cfg.Store.ListRuns(ctx, store.ListRunsFilter{
+		Statuses: req.GetStatuses(), Labels: labels, PageSize: size, PageToken: req.GetPageToken(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &wfv1.ListRunsResponse{Runs: runs, NextPageToken: next}, nil
+}
+
+// CancelRun implements wayfinder.v1.RunService.
+func (s *RunService) CancelRun(ctx context.Context, req *wfv1.CancelRunRequest) (*wfv1.Run, error) {
+	if err := requireID("run_id", req.GetRunId()); err != nil {
+		return nil, err
+	}
+	if len(req.GetReason()) > 1000 {
+		var v fault.Violations
+		v.Add("reason", "at most 1000 characters")
+		return nil, v.Err()
+	}
+	run, err := s.cfg.Store.CancelRun(ctx, req.GetRunId(), req.GetReason(), s.cfg.Queue.CancelJobTx)
+	if err == nil {
+		s.cfg.Logger.InfoContext(ctx, "run cancel requested", "run_id", run.Id, "status", run.Status.String())
+	}
+	return run, err
+}
+
+// StreamRunEvents implements wayfinder.v1.RunService. It reads events from
+// the store at the client's pace: a slow client only delays itself.
+func (s *RunService) StreamRunEvents(req *wfv1.StreamRunEventsRequest, stream grpc.ServerStreamingServer[wfv1.RunEvent]) error {
+	ctx := stream.Context()
+	if err := requireID("run_id", req.GetRunId()); err != nil {
+		return err
+	}
+	if req.GetAfterSequence() < 0 {
+		var v fault.Violations
+		v.Add("after_sequence", "must not be negative")
+		return v.Err()
+	}
+	wake, unsubscribe := s.cfg.Hub.Subscribe(req.GetRunId())
+	defer unsubscribe()
+	if _, err := s.cfg.Store.GetRun(ctx, req.GetRunId()); err != nil {
+		return err
+	}
+	const batch = 100
+	last := req.GetAfterSequence()
+	for {
+		evs, err := s.cfg.Store.ListEvents(ctx, req.GetRunId(), last, batch)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if err := stream.Send(ev); err != nil {
+				return err
+			}
+			last = ev.Sequence
+			if ev.Type == wfv1.RunEventType_RUN_EVENT_TYPE_FINISHED {
+				return nil
+			}
+		}
+		if len(evs) == batch {
+			continue
+		}
+		if err := s.waitForChange(ctx, wake); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *RunService) waitForChange(ctx context.Context, wake <-chan struct{}) error {
+	t := time.NewTimer(s.cfg.PollInterval)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-wake:
+	case <-t.C:
+	}
+	return nil
+}
+
+// ListSteps implements wayfinder.v1.RunService.
+func (s *RunService) ListSteps(ctx context.Context, req *wfv1.ListStepsRequest) (*wfv1.ListStepsResponse, error) {
+	var v fault.Violations
+	if _, err := uuid.Parse(req.GetRunId()); err != nil {
+		v.Add("run_id", "must be a run ID (UUID)")
+	}
+	size := int(req.GetPageSize())
+	switch {
+	case size == 0:
+		size = 100
+	case size < 1 || size > 500:
+		v.Add("page_size", "must be between 1 and 500 (got %d)", size)
+	}
+	after := 0
+	if tok := req.GetPageToken(); tok != "" {
+		n, err := strconv.Atoi(tok)
+		if err != nil || n < 0 {
+			v.Add("page_token", "malformed page token; pass next_page_token from a previous response")
+		}
+		after = n
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	steps, err := s.cfg.Store.ListSteps(ctx, req.GetRunId(), int32(after), size+1)
+	if err != nil {
+		return nil, err
+	}
+	resp := &wfv1.ListStepsResponse{Steps: steps}
+	if len(steps) > size {
+		resp.Steps = steps[:size]
+		resp.NextPageToken = strconv.Itoa(int(steps[size-1].Number))
+	}
+	return resp, nil
+}
+
+// GetMedia implements wayfinder.v1.RunService.
+func (s *RunService) GetMedia(ctx context.Context, req *wfv1.GetMediaRequest) (*httpbody.HttpBody, error) {
+	if err := requireID("media_id", req.GetMediaId()); err != nil {
+		return nil, err
+	}
+	m, err := s.cfg.Store.GetMedia(ctx, req.GetMediaId())
+	if err != nil {
+		return nil, err
+	}
+	return &httpbody.HttpBody{ContentType: m.ContentType, Data: m.Data}, nil
+}
+
+// SubmitApproval implements wayfinder.v1.RunService. Runs reach
+// AWAITING_APPROVAL only at human checkpoints; any other status is a failed
+// precondition.
+func (s *RunService) SubmitApproval(ctx context.Context, req *wfv1.SubmitApprovalRequest) (*wfv1.Run, error) {
+	if err := requireID("run_id", req.GetRunId()); err != nil {
+		return nil, err
+	}
+	run, err := s.cfg.Store.GetRun(ctx, req.GetRunId())
+	if err != nil {
+		return nil, err
+	}
+	if run.Status != wfv1.RunStatus_RUN_STATUS_AWAITING_APPROVAL {
+		return nil, fmt.Errorf("run %s is %s, not awaiting approval: %w", run.Id, run.Status, fault.ErrFailedPrecondition)
+	}
+	// No run can pause at a checkpoint yet, so no run can get here.
+	return nil, fmt.Errorf("human checkpoints are not supported yet: %w", fault.ErrUnimplemented)
+}
+
+// RunAndWait implements wayfinder.v1.RunService.
+func (s *RunService) RunAndWait(ctx context.Context, req *wfv1.RunAndWaitRequest) (*wfv1.RunAndWaitResponse, error) {
+	timeout := 5 * time.Minute
+	if d := req.GetTimeout(); d != nil {
+		var v fault.Violations
+		if err := d.CheckValid(); err != nil || d.AsDuration() < time.Second || d.AsDuration() > time.Hour {
+			v.Add("timeout", "must be between 1s and 1h")
+			return nil, v.Err()
+		}
+		timeout = d.AsDuration()
+	}
+	run, _, err := s.create(ctx, req.GetParams(), req.GetRequestId())
+	if err != nil {
+		return nil, err
+	}
+	wake, unsubscribe := s.cfg.Hub.Subscribe(run.Id)
+	defer unsubscribe()
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for !store.IsTerminal(run.Status) {
+		if err := s.waitForChange(waitCtx, wake); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return &wfv1.RunAndWaitResponse{Run: run, TimedOut: true}, nil
+		}
+		if run, err = s.cfg.Store.GetRun(ctx, run.Id); err != nil {
+			return nil, err
+		}
+	}
+	return &wfv1.RunAndWaitResponse{Run: run}, nil
+}
+
+// requireID checks that id is a UUID. A malformed ID is reported as not
+// found rather than invalid: to the caller, no such resource exists.
+func requireID(field, id string) error {
+	if id == "" {
+		var v fault.Violations
+		v.Add(field, "required")
+		return v.Err()
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return fmt.Errorf("%s %q: %w", field, id, fault.ErrNotFound)
+	}
+	return nil
+}

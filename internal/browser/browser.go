@@ -1,0 +1,157 @@
+// Package browser drives one isolated browser context: it opens pages with
+// the run's emulation settings, navigates with deadlines and takes
+// screenshots. It knows nothing of runs, queues or storage.
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-rod/rod"
+	"github.com/go-rod/rod/lib/proto"
+)
+
+// Errors callers branch on.
+var (
+	// ErrNavigationTimeout: the page did not finish loading in time.
+	ErrNavigationTimeout = errors.New("navigation timed out")
+	// ErrNavigation: the browser could not load the URL (DNS, refused, TLS).
+	ErrNavigation = errors.New("navigation failed")
+	// ErrBrowserGone: the browser process crashed or disconnected.
+	ErrBrowserGone = errors.New("browser crashed or disconnected")
+)
+
+// Session is an isolated (incognito) browser context: cookies, storage and
+// cache are its own.
+type Session struct {
+	b *rod.Browser
+}
+
+// NewSession creates an incognito context in browser b.
+func NewSession(ctx context.Context, b *rod.Browser) (*Session, error) {
+	inc, err := b.Context(ctx).Incognito()
+	if err != nil {
+		return nil, classify(fmt.Errorf("create incognito context: %w", err))
+	}
+	return &Session{b: inc}, nil
+}
+
+// Close disposes of the context and every page in it.
+func (s *Session) Close(ctx context.Context) error {
+	return s.b.Context(ctx).Close()
+}
+
+// PageOptions are the emulation settings of a page.
+type PageOptions struct {
+	// Width and Height of the viewport in CSS pixels. Default 1280x800.
+	Width, Height int
+	// UserAgent overrides the browser's when set.
+	UserAgent string
+	// Locale (BCP 47) overrides the browser's when set.
+	Locale string
+	// Timezone (IANA) overrides the server's when set.
+	Timezone string
+}
+
+// Page is one tab of a Session.
+type Page struct {
+	p *rod.Page
+}
+
+// NewPage opens a blank page with the given emulation settings.
+func (s *Session) NewPage(ctx context.Context, opts PageOptions) (*Page, error) {
+	p, err := s.b.Context(ctx).Page(proto.TargetCreateTarget{URL: "about:blank"})
+	if err != nil {
+		return nil, classify(fmt.Errorf("open page: %w", err))
+	}
+	if opts.Width == 0 || opts.Height == 0 {
+		opts.Width, opts.Height = 1280, 800
+	}
+	if err := (proto.EmulationSetDeviceMetricsOverride{
+		Width: opts.Width, Height: opts.Height, DeviceScaleFactor: 1,
+	}).Call(p); err != nil {
+		return nil, classify(fmt.Errorf("set viewport: %w", err))
+	}
+	if opts.UserAgent != "" || opts.Locale != "" {
+		ua := opts.UserAgent
+		if ua == "" {
+			v, err := s.b.Context(ctx).Version()
+			if err != nil {
+				return nil, classify(fmt.Errorf("read user agent: %w", err))
+			}
+			ua = v.UserAgent
+		}
+		if err := (proto.NetworkSetUserAgentOverride{UserAgent: ua, AcceptLanguage: opts.Locale}).Call(p); err != nil {
+			return nil, classify(fmt.Errorf("set user agent: %w", err))
+		}
+	}
+	if opts.Locale != "" {
+		if err := (proto.EmulationSetLocaleOverride{Locale: opts.Locale}).Call(p); err != nil {
+			return nil, classify(fmt.Errorf("set locale %q: %w", opts.Locale, err))
+		}
+	}
+	if opts.Timezone != "" {
+		if err := (proto.EmulationSetTimezoneOverride{TimezoneID: opts.Timezone}).Call(p); err != nil {
+			return nil, classify(fmt.Errorf("set timezone %q: %w", opts.Timezone, err))
+		}
+	}
+	return &Page{p: p}, nil
+}
+
+// Navigate opens url and waits for its load event, at most timeout.
+// It returns an error wrapping ErrNavigationTimeout, ErrNavigation or
+// ErrBrowserGone, or ctx's error when ctx ends first.
+func (pg *Page) Navigate(ctx context.Context, url string, timeout time.Duration) error {
+	navCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	p := pg.p.Context(navCtx)
+	err := p.Navigate(url)
+	if err == nil {
+		err = p.WaitLoad()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("navigate to %s: %w", url, context.Cause(ctx))
+	case navCtx.Err() != nil:
+		return fmt.Errorf("%w after %s: %s", ErrNavigationTimeout, timeout, url)
+	}
+	var navErr *rod.NavigationError
+	if errors.As(err, &navErr) {
+		return fmt.Errorf("%w: %s: %s", ErrNavigation, url, navErr.Reason)
+	}
+	return classify(fmt.Errorf("navigate to %s: %w", url, err))
+}
+
+// Screenshot captures the viewport as PNG.
+func (pg *Page) Screenshot(ctx context.Context) ([]byte, error) {
+	b, err := pg.p.Context(ctx).Screenshot(false, &proto.PageCaptureScreenshot{Format: proto.PageCaptureScreenshotFormatPng})
+	if err != nil {
+		return nil, classify(fmt.Errorf("screenshot: %w", err))
+	}
+	return b, nil
+}
+
+// Location returns the page's current URL and title.
+func (pg *Page) Location(ctx context.Context) (url, title string, err error) {
+	info, err := pg.p.Context(ctx).Info()
+	if err != nil {
+		return "", "", classify(fmt.Errorf("page info: %w", err))
+	}
+	return info.URL, info.Title, nil
+}
+
+// classify marks errors that mean the browser itself is gone.
+func classify(err error) error {
+	msg := err.Error()
+	for _, s := range []string{"websocket: close", "use of closed network connection", "EOF", "connection reset", "Target closed", "session closed"} {
+		if strings.Contains(msg, s) {
+			return fmt.Errorf("%w: %w", ErrBrowserGone, err)
+		}
+	}
+	return err
+}

@@ -1,0 +1,181 @@
+// Package config defines the server's settings. Each setting is declared
+// once, in Settings, with its flag, its WAYFINDER_* environment variable, its
+// default and its documentation; flags win over the environment, which wins
+// over defaults. The README's configuration table lists the same settings
+// (a test keeps the two in step).
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Role selects which parts of the service a process runs.
+type Role string
+
+// The roles.
+const (
+	RoleAll    Role = "all"
+	RoleAPI    Role = "api"
+	RoleWorker Role = "worker"
+)
+
+// Config is the server configuration.
+type Config struct {
+	GRPCAddr             string
+	HTTPAddr             string
+	DatabaseURL          string
+	DataDir              string
+	PGBin                string
+	PGUser               string
+	Role                 Role
+	Chromium             string
+	BrowserCapacity      int
+	AllowPrivateNetworks bool
+	RunTimeout           time.Duration
+	ShutdownTimeout      time.Duration
+	LogLevel             string
+	LogFormat            string
+}
+
+// Setting describes one configuration setting.
+type Setting struct {
+	Flag    string
+	Env     string
+	Default string
+	Help    string
+	set     func(c *Config, v string) error
+}
+
+// Settings lists every setting, in documentation order.
+var Settings = []Setting{
+	{"grpc-addr", "WAYFINDER_GRPC_ADDR", "127.0.0.1:9090", "gRPC listen address.",
+		func(c *Config, v string) error { c.GRPCAddr = v; return nil }},
+	{"http-addr", "WAYFINDER_HTTP_ADDR", "127.0.0.1:8080", "HTTP listen address: REST gateway, /healthz, /readyz, /metrics, /openapi.json.",
+		func(c *Config, v string) error { c.HTTPAddr = v; return nil }},
+	{"database-url", "DATABASE_URL", "", "Postgres connection URL. Empty: start a managed local Postgres in the data dir.",
+		func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
+	{"data-dir", "WAYFINDER_DATA_DIR", "(see help)", "Directory for the managed Postgres and browser profiles. Default $XDG_DATA_HOME/wayfinder (~/.local/share/wayfinder), or /var/lib/wayfinder when running as root.",
+		func(c *Config, v string) error { c.DataDir = v; return nil }},
+	{"pg-bin", "WAYFINDER_PG_BIN", "", "Directory holding initdb and postgres for the managed Postgres. Empty: search PATH and /usr/lib/postgresql/*/bin.",
+		func(c *Config, v string) error { c.PGBin = v; return nil }},
+	{"pg-user", "WAYFINDER_PG_USER", "postgres", "OS user that runs the managed Postgres when the server runs as root.",
+		func(c *Config, v string) error { c.PGUser = v; return nil }},
+	{"role", "WAYFINDER_ROLE", "all", "Parts to run: all, api (serve requests only) or worker (execute runs only).",
+		func(c *Config, v string) error {
+			switch r := Role(v); r {
+			case RoleAll, RoleAPI, RoleWorker:
+				c.Role = r
+				return nil
+			}
+			return fmt.Errorf("must be all, api or worker")
+		}},
+	{"chromium", "WAYFINDER_CHROMIUM", "", "Chromium binary. Empty: chromium, chromium-browser, google-chrome-stable or google-chrome on PATH.",
+		func(c *Config, v string) error { c.Chromium = v; return nil }},
+	{"browser-capacity", "WAYFINDER_BROWSER_CAPACITY", "2", "Runs executed at once by this replica (one isolated browser context each).",
+		func(c *Config, v string) error { return parseInt(&c.BrowserCapacity, v, 1, 256) }},
+	{"allow-private-networks", "WAYFINDER_ALLOW_PRIVATE_NETWORKS", "false", "Let every run reach private, loopback and link-local addresses. Otherwise a run reaches them only when its allowed_domains name them.",
+		func(c *Config, v string) error { return parseBool(&c.AllowPrivateNetworks, v) }},
+	{"run-timeout", "WAYFINDER_RUN_TIMEOUT", "10m", "Default and maximum wall-clock time of a run. Jobs of a lost worker are rescued after this plus 30s.",
+		func(c *Config, v string) error { return parseDuration(&c.RunTimeout, v, time.Second, 24*time.Hour) }},
+	{"shutdown-timeout", "WAYFINDER_SHUTDOWN_TIMEOUT", "30s", "On SIGTERM, how long running runs may finish before they are handed back to the queue.",
+		func(c *Config, v string) error { return parseDuration(&c.ShutdownTimeout, v, 0, time.Hour) }},
+	{"log-level", "WAYFINDER_LOG_LEVEL", "info", "debug, info, warn or error.",
+		func(c *Config, v string) error {
+			switch v {
+			case "debug", "info", "warn", "error":
+				c.LogLevel = v
+				return nil
+			}
+			return fmt.Errorf("must be debug, info, warn or error")
+		}},
+	{"log-format", "WAYFINDER_LOG_FORMAT", "json", "json or text.",
+		func(c *Config, v string) error {
+			if v != "json" && v != "text" {
+				return fmt.Errorf("must be json or text")
+			}
+			c.LogFormat = v
+			return nil
+		}},
+}
+
+// Load reads the configuration from args (flags) and getenv.
+func Load(name string, args []string, getenv func(string) string) (Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	values := make([]*string, len(Settings))
+	for i, s := range Settings {
+		values[i] = fs.String(s.Flag, "", s.Help+" (env "+s.Env+", default "+s.Default+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	var c Config
+	var errs []error
+	for i, s := range Settings {
+		v, source := *values[i], "-"+s.Flag
+		if v == "" {
+			v, source = getenv(s.Env), s.Env
+		}
+		if v == "" {
+			v, source = s.Default, "default"
+		}
+		if s.Flag == "data-dir" && source == "default" {
+			v = defaultDataDir(getenv)
+		}
+		if err := s.set(&c, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q (%s): %w", s.Env, v, source, err))
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+func defaultDataDir(getenv func(string) string) string {
+	if os.Geteuid() == 0 {
+		// Root's home is usually closed to the unprivileged user that runs
+		// the managed Postgres.
+		return "/var/lib/wayfinder"
+	}
+	if d := getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "wayfinder")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "wayfinder")
+	}
+	return filepath.Join(os.TempDir(), "wayfinder")
+}
+
+func parseInt(dst *int, v string, lo, hi int) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return fmt.Errorf("must be a whole number from %d to %d", lo, hi)
+	}
+	*dst = n
+	return nil
+}
+
+func parseBool(dst *bool, v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("must be true or false")
+	}
+	*dst = b
+	return nil
+}
+
+func parseDuration(dst *time.Duration, v string, lo, hi time.Duration) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < lo || d > hi {
+		return fmt.Errorf("must be a duration from %s to %s, like 90s or 10m", lo, hi)
+	}
+	*dst = d
+	return nil
+}

@@ -1,0 +1,44 @@
+package pool
+
+import "os"
+
+// chromiumFlags is the one place that decides how Chromium is started:
+// headless, quiet on a closed network (no background networking, component
+// updates, QUIC or first-run work), no downloads, and without the sandbox
+// when running as root (Chromium refuses to start otherwise).
+func chromiumFlags(userDataDir string) []string {
+	flags := []string{
+		"--headless=new",
+		"--remote-debugging-port=0",
+		"--remote-debugging-address=127.0.0.1",
+		"--user-data-dir=" + userDataDir,
+		"--no-first-run",
+		"--no-default-browser-check",
+		"--disable-background-networking",
+		"--disable-component-update",
+		"--disable-sync",
+		"--disable-quic",
+		"--disable-breakpad",
+		"--disable-crash-reporter",
+		"--disable-domain-reliability",
+		"--disable-client-side-phishing-detection",
+		"--disable-default-apps",
+		"--disable-extensions",
+		"--disable-features=Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,InterestFeedContentSuggestions,CertificateTransparencyComponentUpdater",
+		"--disable-gpu",
+		"--disable-dev-shm-usage",
+		"--disable-background-timer-throttling",
+		"--disable-renderer-backgrounding",
+		"--disable-backgrounding-occluded-windows",
+		"--metrics-recording-only",
+		"--mute-audio",
+		"--password-store=basic",
+		"--use-mock-keychain",
+		"--hide-scrollbars",
+		"about:blank",
+	}
+	if os.Geteuid() == 0 {
+		flags = append(flags, "--no-sandbox")
+	}
+	return flags
+}

@@ -1,0 +1,176 @@
+package pool
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// userDataPrefix names the per-process directories, so a start can sweep the
+// ones a killed server left behind.
+const userDataPrefix = "wayfinder-chromium-"
+
+var devtoolsLine = regexp.MustCompile(`DevTools listening on (ws://\S+)`)
+
+// process is one Chromium process in its own process group with its own
+// user-data dir and TMPDIR.
+type process struct {
+	cmd     *exec.Cmd
+	dir     string
+	wsURL   string
+	exited  chan struct{}
+	exitErr error
+}
+
+// launch starts Chromium and waits until it prints its DevTools endpoint.
+func launch(ctx context.Context, bin, workDir string) (*process, error) {
+	dir, err := os.MkdirTemp(workDir, userDataPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("create user-data dir: %w", err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("create browser TMPDIR: %w", err)
+	}
+	cmd := exec.Command(bin, chromiumFlags(filepath.Join(dir, "profile"))...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	// Its own process group, so that closing kills renderers and helpers
+	// too; and killed with the server should the server die first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("chromium stderr: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start chromium %s: %w", bin, err)
+	}
+	p := &process{cmd: cmd, dir: dir, exited: make(chan struct{})}
+	found := make(chan string, 1)
+	readDone := make(chan struct{})
+	var tail strings.Builder // written by the reader until readDone
+	go func() {
+		defer close(readDone)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			if m := devtoolsLine.FindStringSubmatch(line); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			} else if tail.Len() < 4096 {
+				tail.WriteString(line + "\n")
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	go func() {
+		p.exitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	select {
+	case p.wsURL = <-found:
+		return p, nil
+	case <-p.exited:
+		<-readDone
+		p.cleanup()
+		return nil, fmt.Errorf("chromium exited during start (%v): %s", p.exitErr, strings.TrimSpace(tail.String()))
+	case <-ctx.Done():
+		p.kill()
+		return nil, fmt.Errorf("chromium did not start: %w", ctx.Err())
+	}
+}
+
+// kill ends the whole process group and removes the user-data dir.
+func (p *process) kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+	}
+	p.cleanup()
+}
+
+func (p *process) cleanup() { _ = os.RemoveAll(p.dir) }
+
+func (p *process) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// sweepStale removes user-data dirs under workDir left by a process that
+// died without cleaning up (the server was killed), and kills any Chromium
+// still using them.
+func sweepStale(workDir string) error {
+	entries, err := os.ReadDir(workDir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("sweep browser dirs: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), userDataPrefix) {
+			continue
+		}
+		dir := filepath.Join(workDir, e.Name())
+		killUsers(dir)
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("remove stale browser dir: %w", err)
+		}
+	}
+	return nil
+}
+
+// killUsers kills the process groups of processes whose command line names
+// dir (orphaned Chromium processes of a killed server).
+func killUsers(dir string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		b, err := os.ReadFile(f)
+		if err != nil || !strings.Contains(string(b), dir) {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(f)), "%d", &pid); err == nil && pid != os.Getpid() {
+			if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// FindChromium returns the Chromium binary to use: path when set, else the
+// first of chromium, chromium-browser, google-chrome-stable, google-chrome on
+// PATH. Wayfinder never downloads a browser.
+func FindChromium(path string) (string, error) {
+	if path != "" {
+		if _, err := exec.LookPath(path); err != nil {
+			return "", fmt.Errorf("chromium %q: %w", path, err)
+		}
+		return path, nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome-stable", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("no Chromium found on PATH: install it (Debian/Ubuntu: apt-get install chromium) or set WAYFINDER_CHROMIUM to its path")
+}

@@ -1,0 +1,321 @@
+// Package server assembles Wayfinder's parts into one process: the database
+// (external or a managed local Postgres), the queue, the browser pool and
+// run workers, the gRPC API with its REST gateway, health, metrics and the
+// OpenAPI document. Start-up and shutdown order live in Run, in one place.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/riverqueue/river"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+	"github.com/wayfinder/wayfinder/internal/api"
+	"github.com/wayfinder/wayfinder/internal/config"
+	"github.com/wayfinder/wayfinder/internal/events"
+	"github.com/wayfinder/wayfinder/internal/pool"
+	"github.com/wayfinder/wayfinder/internal/queue"
+	"github.com/wayfinder/wayfinder/internal/runner"
+	"github.com/wayfinder/wayfinder/internal/store"
+	"github.com/wayfinder/wayfinder/internal/store/localpg"
+	"github.com/wayfinder/wayfinder/internal/worker"
+)
+
+// Options are the parts of a server that are not configuration: the logger,
+// the tracer provider and a callback told the bound addresses.
+type Options struct {
+	Logger         *slog.Logger
+	TracerProvider trace.TracerProvider
+	// Ready, when set, is called once the server accepts requests.
+	Ready func(Addrs)
+	// ReapInterval is how often lost runs are looked for. Default 30s.
+	ReapInterval time.Duration
+}
+
+// Addrs are the addresses the server listens on.
+type Addrs struct {
+	GRPC, HTTP  string
+	DatabaseURL string
+}
+
+// OpenDatabase connects to cfg.DatabaseURL, or starts the managed local
+// Postgres when it is empty, and applies migrations. The returned function
+// closes the pool and stops the managed Postgres.
+func OpenDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger) (*pgxpool.Pool, string, func(), error) {
+	url := cfg.DatabaseURL
+	stop := func() {}
+	if url == "" {
+		pg, err := localpg.Start(ctx, localpg.Options{
+			DataDir: filepath.Join(cfg.DataDir, "postgres"),
+			BinDir:  cfg.PGBin,
+			User:    cfg.PGUser,
+			Logger:  logger,
+		})
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("managed postgres: %w", err)
+		}
+		url = pg.URL()
+		logger.InfoContext(ctx, "managed postgres started", "data_dir", filepath.Join(cfg.DataDir, "postgres"))
+		stop = func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := pg.Stop(ctx); err != nil {
+				logger.Error("stopping managed postgres", "error", err)
+			}
+		}
+	}
+	dbpool, err := store.Connect(ctx, url)
+	if err != nil {
+		stop()
+		return nil, "", nil, err
+	}
+	if err := store.Migrate(ctx, dbpool, logger); err != nil {
+		dbpool.Close()
+		stop()
+		return nil, "", nil, err
+	}
+	return dbpool, url, func() { dbpool.Close(); stop() }, nil
+}
+
+// Run serves until ctx is done, then shuts down in order: readiness goes
+// false, workers stop taking runs and running ones get cfg.ShutdownTimeout
+// to finish before they are handed back to the queue, then the API stops,
+// then the browser and the database.
+func Run(ctx context.Context, cfg config.Config, opts Options) error {
+	logger := opts.Logger
+	if opts.TracerProvider == nil {
+		opts.TracerProvider = trace.NewNoopTracerProvider()
+	}
+	if opts.ReapInterval <= 0 {
+		opts.ReapInterval = 30 * time.Second
+	}
+	dbpool, dbURL, closeDB, err := OpenDatabase(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	st := store.New(dbpool)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		store.NewCollector(st))
+	tracer := opts.TracerProvider.Tracer("github.com/wayfinder/wayfinder")
+
+	works := cfg.Role == config.RoleAll || cfg.Role == config.RoleWorker
+	serves := cfg.Role == config.RoleAll || cfg.Role == config.RoleAPI
+
+	qcfg := queue.Config{MaxRunTimeout: cfg.RunTimeout, Logger: logger}
+	var browsers *pool.Pool
+	if works {
+		browsers, err = pool.New(pool.Config{
+			Chromium: cfg.Chromium, Capacity: cfg.BrowserCapacity,
+			WorkDir: filepath.Join(cfg.DataDir, "browsers"), Logger: logger, Registerer: reg,
+		})
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(cfg.DataDir, "browsers"), 0o700); err != nil {
+			return fmt.Errorf("browser work dir: %w", err)
+		}
+		if err := browsers.Start(ctx); err != nil {
+			return fmt.Errorf("start browser pool: %w", err)
+		}
+		defer browsers.Close()
+		workers := river.NewWorkers()
+		river.AddWorker(workers, worker.New(worker.Config{
+			Store: st, Pool: browsers, Runner: &runner.Runner{},
+			AllowPrivateNetworks: cfg.AllowPrivateNetworks,
+			Logger:               logger, Tracer: tracer, Metrics: worker.NewMetrics(reg),
+		}))
+		qcfg.Workers, qcfg.Concurrency = workers, browsers.Capacity()
+	}
+	q, err := queue.New(dbpool, qcfg)
+	if err != nil {
+		return err
+	}
+
+	var wg sync.WaitGroup
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopBackground(); wg.Wait() }()
+	hub := events.NewHub(dbpool, store.NotifyChannel, logger)
+	goBackground(&wg, func() { _ = hub.Run(bgCtx) })
+	if works {
+		goBackground(&wg, func() { _ = browsers.Run(bgCtx) })
+		goBackground(&wg, func() { reapLoop(bgCtx, st, opts.ReapInterval, logger) })
+		if err := q.Start(ctx); err != nil {
+			return fmt.Errorf("start queue: %w", err)
+		}
+	}
+
+	var ready atomic.Bool
+	var grpcSrv *grpc.Server
+	var httpSrv *http.Server
+	var addrs Addrs
+	addrs.DatabaseURL = dbURL
+	serveErr := make(chan error, 2)
+	if serves {
+		grpcSrv, httpSrv, addrs, err = startAPI(ctx, cfg, apiDeps{
+			store: st, queue: q, hub: hub, logger: logger, reg: reg, tp: opts.TracerProvider,
+			ready: func() bool { return ready.Load() && st.Ping(ctx) == nil && (browsers == nil || browsers.Ready()) },
+		}, serveErr)
+		if err != nil {
+			_ = q.Stop(ctx)
+			return err
+		}
+		addrs.DatabaseURL = dbURL
+	}
+	ready.Store(true)
+	logger.InfoContext(ctx, "wayfinder ready", "grpc", addrs.GRPC, "http", addrs.HTTP, "role", string(cfg.Role),
+		"browser_capacity", cfg.BrowserCapacity)
+	if opts.Ready != nil {
+		opts.Ready(addrs)
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-serveErr:
+		logger.Error("server failed; shutting down", "error", runErr)
+	}
+	ready.Store(false)
+	logger.Info("shutting down", "shutdown_timeout", cfg.ShutdownTimeout)
+	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := q.Stop(drainCtx); err != nil {
+		logger.Warn("stopping workers", "error", err)
+	}
+	if serves {
+		stopAPI(grpcSrv, httpSrv)
+	}
+	return runErr
+}
+
+func goBackground(wg *sync.WaitGroup, fn func()) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		fn()
+	}()
+}
+
+func reapLoop(ctx context.Context, st *store.Store, every time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ids, err := st.ReapLostRuns(ctx)
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("looking for lost runs", "error", err)
+		}
+		for _, id := range ids {
+			logger.Warn("run lost with its worker; ended as error", "run_id", id)
+		}
+	}
+}
+
+type apiDeps struct {
+	store  *store.Store
+	queue  *queue.Queue
+	hub    *events.Hub
+	logger *slog.Logger
+	reg    *prometheus.Registry
+	tp     trace.TracerProvider
+	ready  func() bool
+}
+
+// startAPI listens on the gRPC and HTTP addresses and serves in the
+// background; serving errors go to errc.
+func startAPI(ctx context.Context, cfg config.Config, d apiDeps, errc chan<- error) (*grpc.Server, *http.Server, Addrs, error) {
+	var addrs Addrs
+	grpcLis, err := net.Listen("tcp", cfg.GRPCAddr)
+	if err != nil {
+		return nil, nil, addrs, fmt.Errorf("listen for gRPC on %s: %w", cfg.GRPCAddr, err)
+	}
+	httpLis, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		grpcLis.Close()
+		return nil, nil, addrs, fmt.Errorf("listen for HTTP on %s: %w", cfg.HTTPAddr, err)
+	}
+	addrs.GRPC, addrs.HTTP = grpcLis.Addr().String(), httpLis.Addr().String()
+
+	srvMetrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
+	prometheus.WrapRegistererWithPrefix("wayfinder_", d.reg).MustRegister(srvMetrics)
+	grpcSrv := grpc.NewServer(
+		grpc.StatsHandler(otelgrpc.NewServerHandler(
+			otelgrpc.WithTracerProvider(d.tp), otelgrpc.WithPropagators(propagation.TraceContext{}))),
+		grpc.ChainUnaryInterceptor(srvMetrics.UnaryServerInterceptor(), api.UnaryErrors(d.logger)),
+		grpc.ChainStreamInterceptor(srvMetrics.StreamServerInterceptor(), api.StreamErrors(d.logger)),
+	)
+	runs := api.NewRunService(api.Config{
+		Store: d.store, Queue: d.queue, Hub: d.hub, MaxRunTimeout: cfg.RunTimeout, Logger: d.logger,
+	})
+	wfv1.RegisterRunServiceServer(grpcSrv, runs)
+	healthSrv := health.NewServer()
+	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
+	reflection.Register(grpcSrv)
+	srvMetrics.InitializeMetrics(grpcSrv)
+	healthSrv.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	healthSrv.SetServingStatus(wfv1.RunService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+
+	go func() {
+		if err := grpcSrv.Serve(grpcLis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			errc <- fmt.Errorf("serve gRPC: %w", err)
+		}
+	}()
+
+	handler, gwConn, err := httpHandler(ctx, addrs.GRPC, d)
+	if err != nil {
+		grpcSrv.Stop()
+		httpLis.Close()
+		return nil, nil, addrs, err
+	}
+	httpSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	httpSrv.RegisterOnShutdown(func() { _ = gwConn.Close() })
+	go func() {
+		if err := httpSrv.Serve(httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("serve HTTP: %w", err)
+		}
+	}()
+	return grpcSrv, httpSrv, addrs, nil
+}
+
+// stopAPI stops both servers, giving in-flight calls a few seconds. Event
+// streams would keep a graceful stop waiting forever, so it is bounded.
+func stopAPI(grpcSrv *grpc.Server, httpSrv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = httpSrv.Shutdown(ctx)
+	done := make(chan struct{})
+	go func() { grpcSrv.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		grpcSrv.Stop()
+		<-done
+	}
+}

@@ -1,0 +1,536 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+	"github.com/wayfinder/wayfinder/internal/fault"
+)
+
+// NewRun is a run to be created.
+type NewRun struct {
+	// RequestID is the caller's idempotency key; empty for none.
+	RequestID string
+	// Params are stored as given; validate and redact them first.
+	Params *wfv1.RunParams
+	// TraceContext is the W3C trace context of the creating request.
+	TraceContext map[string]string
+}
+
+// EnqueueFunc enqueues the job that executes run runID inside tx and returns
+// the job's ID.
+type EnqueueFunc func(ctx context.Context, tx pgx.Tx, runID string) (jobID int64, err error)
+
+// CreateRun stores a queued run, its QUEUED event and its job in one
+// transaction. When nr.RequestID names an existing run, that run is returned
+// with created false and nothing is written.
+func (s *Store) CreateRun(ctx context.Context, nr NewRun, enqueue EnqueueFunc) (run *wfv1.Run, created bool, err error) {
+	params, err := protojson.Marshal(nr.Params)
+	if err != nil {
+		return nil, false, fmt.Errorf("encode run params: %w", err)
+	}
+	labels, err := json.Marshal(nonNilLabels(nr.Params.GetLabels()))
+	if err != nil {
+		return nil, false, fmt.Errorf("encode labels: %w", err)
+	}
+	trace, err := json.Marshal(nonNilLabels(nr.TraceContext))
+	if err != nil {
+		return nil, false, fmt.Errorf("encode trace context: %w", err)
+	}
+	id := uuid.NewString()
+	err = s.InTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			INSERT INTO runs (id, request_id, status, params, labels, trace_context)
+			VALUES ($1, NULLIF($2, ''), 'queued', $3, $4, $5)
+			ON CONFLICT (request_id) DO NOTHING`,
+			id, nr.RequestID, params, labels, trace)
+		if err != nil {
+			return fmt.Errorf("insert run: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			run, err = scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE request_id = $1`, nr.RequestID))
+			if err != nil {
+				return fmt.Errorf("load run for request %q: %w", nr.RequestID, err)
+			}
+			return nil
+		}
+		jobID, err := enqueue(ctx, tx, id)
+		if err != nil {
+			return fmt.Errorf("enqueue run: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE runs SET job_id = $2 WHERE id = $1`, id, jobID); err != nil {
+			return fmt.Errorf("record job of run: %w", err)
+		}
+		if _, err := appendEvent(ctx, tx, id, &wfv1.RunEvent{
+			Type:    wfv1.RunEventType_RUN_EVENT_TYPE_QUEUED,
+			Status:  wfv1.RunStatus_RUN_STATUS_QUEUED,
+			Message: "run queued",
+		}); err != nil {
+			return err
+		}
+		run, err = getRun(ctx, tx, id)
+		created = true
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return run, created, nil
+}
+
+// GetRun returns the run with the given ID, or an error wrapping
+// fault.ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (*wfv1.Run, error) {
+	return getRun(ctx, s.pool, id)
+}
+
+// RunTraceContext returns the W3C trace context stored with the run.
+func (s *Store) RunTraceContext(ctx context.Context, id string) (map[string]string, error) {
+	var carrier map[string]string
+	err := s.pool.QueryRow(ctx, `SELECT trace_context FROM runs WHERE id = $1`, id).Scan(&carrier)
+	if err != nil {
+		return nil, notFound("run", id, err)
+	}
+	return carrier, nil
+}
+
+// RunJob returns the ID of the River job that executes the run.
+func (s *Store) RunJob(ctx context.Context, id string) (int64, error) {
+	var jobID *int64
+	if err := s.pool.QueryRow(ctx, `SELECT job_id FROM runs WHERE id = $1`, id).Scan(&jobID); err != nil {
+		return 0, notFound("run", id, err)
+	}
+	if jobID == nil {
+		return 0, fmt.Errorf("run %q has no job", id)
+	}
+	return *jobID, nil
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func getRun(ctx context.Context, q querier, id string) (*wfv1.Run, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, fmt.Errorf("run %q: %w", id, errNotFound)
+	}
+	run, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, id))
+	if err != nil {
+		return nil, notFound("run", id, err)
+	}
+	return run, nil
+}
+
+func lockRun(ctx context.Context, tx pgx.Tx, id string) (*wfv1.Run, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, fmt.Errorf("run %q: %w", id, errNotFound)
+	}
+	run, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1 FOR UPDATE`, id))
+	if err != nil {
+		return nil, notFound("run", id, err)
+	}
+	return run, nil
+}
+
+const runColumns = `id, coalesce(request_id, ''), status, params, created_at, started_at, ended_at,
+	step_count, coalesce(error_category, ''), coalesce(error_message, ''), coalesce(error_step, 0),
+	coalesce(final_screenshot_media_id::text, ''), coalesce(final_url, ''), final_verdict,
+	cancel_requested, attempts, last_event_seq`
+
+func scanRun(row pgx.Row) (*wfv1.Run, error) {
+	var (
+		run                           wfv1.Run
+		status, errCategory, errMsg   string
+		params, verdict               []byte
+		created                       time.Time
+		started, ended                *time.Time
+		stepCount, errStep, attempts  int32
+		id                            uuid.UUID
+	)
+	err := row.Scan(&id, &run.RequestId, &status, &params, &created, &started, &ended,
+		&stepCount, &errCategory, &errMsg, &errStep,
+		&run.FinalScreenshotMediaId, &run.FinalUrl, &verdict,
+		&run.CancelRequested, &attempts, &run.LastEventSequence)
+	if err != nil {
+		return nil, err
+	}
+	run.Id = id.String()
+	if run.Status, err = parseStatus(status); err != nil {
+		return nil, err
+	}
+	run.Params = &wfv1.RunParams{}
+	if err := protojson.Unmarshal(params, run.Params); err != nil {
+		return nil, fmt.Errorf("decode params of run %s: %w", run.Id, err)
+	}
+	if verdict != nil {
+		run.FinalVerdict = &wfv1.JudgeVerdict{}
+		if err := protojson.Unmarshal(verdict, run.FinalVerdict); err != nil {
+			return nil, fmt.Errorf("decode verdict of run %s: %w", run.Id, err)
+		}
+	}
+	run.CreateTime = timestamppb.New(created)
+	if started != nil {
+		run.StartTime = timestamppb.New(*started)
+	}
+	if ended != nil {
+		run.EndTime = timestamppb.New(*ended)
+	}
+	run.StepCount, run.Attempts = stepCount, attempts
+	if errCategory != "" {
+		run.Error = &wfv1.RunError{
+			Category:   wfv1.ErrorCategory(wfv1.ErrorCategory_value[errCategory]),
+			Message:    errMsg,
+			StepNumber: errStep,
+		}
+	}
+	run.Success = run.Status == wfv1.RunStatus_RUN_STATUS_COMPLETED
+	return &run, nil
+}
+
+// ListRunsFilter selects runs for ListRuns.
+type ListRunsFilter struct {
+	// Statuses, when non-empty, keeps runs in one of them.
+	Statuses []wfv1.RunStatus
+	// Labels keeps runs carrying every one of these labels.
+	Labels map[string]string
+	// PageSize is the maximum number of runs returned.
+	PageSize int
+	// PageToken continues a previous listing.
+	PageToken string
+}
+
+type pageCursor struct {
+	Created time.Time `json:"t"`
+	ID      string    `json:"id"`
+}
+
+// ListRuns returns runs newest first and the token of the next page (empty
+// on the last page). A malformed page token is an invalid argument.
+func (s *Store) ListRuns(ctx context.Context, f ListRunsFilter) ([]*wfv1.Run, string, error) {
+	statuses := make([]string, 0, len(f.Statuses))
+	for _, st := range f.Statuses {
+		name, err := statusName(st)
+		if err != nil {
+			return nil, "", err
+		}
+		statuses = append(statuses, name)
+	}
+	labels, err := json.Marshal(nonNilLabels(f.Labels))
+	if err != nil {
+		return nil, "", fmt.Errorf("encode labels: %w", err)
+	}
+	var cur *pageCursor
+	if f.PageToken != "" {
+		cur, err = decodeCursor(f.PageToken)
+		if err != nil {
+			return nil, "", err
+		}
+	}
+	var afterTime *time.Time
+	var afterID *string
+	if cur != nil {
+		afterTime, afterID = &cur.Created, &cur.ID
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+runColumns+` FROM runs
+		WHERE (cardinality($1::text[]) = 0 OR status = ANY($1))
+		  AND labels @> $2::jsonb
+		  AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))
+		ORDER BY created_at DESC, id DESC
+		LIMIT $5`,
+		statuses, labels, afterTime, afterID, f.PageSize+1)
+	if err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", err)
+	}
+	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*wfv1.Run, error) { return scanRun(r) })
+	if err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", err)
+	}
+	next := ""
+	if len(runs) > f.PageSize {
+		runs = runs[:f.PageSize]
+		last := runs[len(runs)-1]
+		next = encodeCursor(pageCursor{Created: last.CreateTime.AsTime(), ID: last.Id})
+	}
+	return runs, next, nil
+}
+
+func encodeCursor(c pageCursor) string {
+	b, _ := json.Marshal(c) // a struct of a time and a string always encodes
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(token string) (*pageCursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	var c pageCursor
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err == nil {
+		_, err = uuid.Parse(c.ID)
+	}
+	if err != nil {
+		return nil, &fault.RequestError{Kind: fault.ErrInvalidArgument, Violations: []fault.FieldViolation{
+			{Field: "page_token", Description: "malformed page token; pass next_page_token from a previous response"},
+		}}
+	}
+	return &c, nil
+}
+
+func nonNilLabels(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// StartRun marks a run RUNNING for a new execution attempt and records the
+// STARTED event. It returns the run and whether the caller should execute it:
+// a run that is already terminal (a repeated delivery) or whose cancellation
+// was requested before it started is not executed; the latter is finished as
+// CANCELLED here.
+func (s *Store) StartRun(ctx context.Context, id string) (run *wfv1.Run, execute bool, err error) {
+	err = s.InTx(ctx, func(tx pgx.Tx) error {
+		run, err = lockRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if IsTerminal(run.Status) {
+			return nil
+		}
+		if run.CancelRequested {
+			run, err = finishLocked(ctx, tx, run, Outcome{
+				Status: wfv1.RunStatus_RUN_STATUS_CANCELLED,
+				Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_CANCELLED, Message: "cancelled before it started"},
+			})
+			return err
+		}
+		msg := "run started"
+		if run.Attempts > 0 {
+			msg = fmt.Sprintf("run resumed (attempt %d)", run.Attempts+1)
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), attempts = attempts + 1
+			WHERE id = $1`, id); err != nil {
+			return fmt.Errorf("start run: %w", err)
+		}
+		if _, err := appendEvent(ctx, tx, id, &wfv1.RunEvent{
+			Type: wfv1.RunEventType_RUN_EVENT_TYPE_STARTED, Status: wfv1.RunStatus_RUN_STATUS_RUNNING, Message: msg,
+		}); err != nil {
+			return err
+		}
+		run, err = getRun(ctx, tx, id)
+		execute = err == nil
+		return err
+	})
+	return run, execute, err
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	// Status is terminal.
+	Status wfv1.RunStatus
+	// Error explains ERROR (and some FAILED and CANCELLED) outcomes.
+	Error *wfv1.RunError
+	// FinalURL is the last page URL, when known.
+	FinalURL string
+	// Verdict is the judge's final verdict, when there was one.
+	Verdict *wfv1.JudgeVerdict
+}
+
+// FinishRun moves a live run to a terminal status and records the FINISHED
+// event carrying the final run. A run that is already terminal is returned
+// unchanged: a terminal status never regresses.
+func (s *Store) FinishRun(ctx context.Context, id string, o Outcome) (*wfv1.Run, error) {
+	if !IsTerminal(o.Status) {
+		return nil, fmt.Errorf("finish run %s: status %v is not terminal", id, o.Status)
+	}
+	var run *wfv1.Run
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if run, err = lockRun(ctx, tx, id); err != nil {
+			return err
+		}
+		if IsTerminal(run.Status) {
+			return nil
+		}
+		run, err = finishLocked(ctx, tx, run, o)
+		return err
+	})
+	return run, err
+}
+
+func finishLocked(ctx context.Context, tx pgx.Tx, run *wfv1.Run, o Outcome) (*wfv1.Run, error) {
+	status, err := statusName(o.Status)
+	if err != nil {
+		return nil, err
+	}
+	var category, message *string
+	var step *int32
+	if o.Error != nil {
+		c := o.Error.Category.String()
+		category, message, step = &c, &o.Error.Message, &o.Error.StepNumber
+	}
+	var verdict []byte
+	if o.Verdict != nil {
+		if verdict, err = protojson.Marshal(o.Verdict); err != nil {
+			return nil, fmt.Errorf("encode verdict: %w", err)
+		}
+	}
+	_, err = tx.Exec(ctx, `
+		UPDATE runs SET status = $2, ended_at = now(), error_category = $3, error_message = $4,
+			error_step = NULLIF($5, 0), final_url = coalesce(NULLIF($6, ''), final_url),
+			final_verdict = coalesce($7, final_verdict)
+		WHERE id = $1`, run.Id, status, category, message, step, o.FinalURL, verdict)
+	if err != nil {
+		return nil, fmt.Errorf("finish run %s: %w", run.Id, err)
+	}
+	final, err := getRun(ctx, tx, run.Id)
+	if err != nil {
+		return nil, err
+	}
+	// The FINISHED event carries the run as it is once the event exists.
+	final.LastEventSequence++
+	if _, err := appendEvent(ctx, tx, run.Id, &wfv1.RunEvent{
+		Type:    wfv1.RunEventType_RUN_EVENT_TYPE_FINISHED,
+		Status:  o.Status,
+		Message: finishMessage(o),
+		Payload: &wfv1.RunEvent_Run{Run: final},
+	}); err != nil {
+		return nil, err
+	}
+	return final, nil
+}
+
+func finishMessage(o Outcome) string {
+	msg := "run finished: " + statusNames[o.Status]
+	if o.Error != nil && o.Error.Message != "" {
+		msg += ": " + o.Error.Message
+	}
+	return msg
+}
+
+// RequeueRun hands a RUNNING run back to the queue (its worker is shutting
+// down); the next attempt resumes it. Runs in any other status are left alone.
+func (s *Store) RequeueRun(ctx context.Context, id, reason string) error {
+	return s.InTx(ctx, func(tx pgx.Tx) error {
+		run, err := lockRun(ctx, tx, id)
+		if err != nil || run.Status != wfv1.RunStatus_RUN_STATUS_RUNNING {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE runs SET status = 'queued' WHERE id = $1`, id); err != nil {
+			return fmt.Errorf("requeue run: %w", err)
+		}
+		_, err = appendEvent(ctx, tx, id, &wfv1.RunEvent{
+			Type: wfv1.RunEventType_RUN_EVENT_TYPE_REQUEUED, Status: wfv1.RunStatus_RUN_STATUS_QUEUED, Message: reason,
+		})
+		return err
+	})
+}
+
+// CancelJobFunc cancels the River job of a run inside tx.
+type CancelJobFunc func(ctx context.Context, tx pgx.Tx, jobID int64) error
+
+// CancelRun cancels a run. A queued run becomes CANCELLED at once; a running
+// one is marked cancel-requested (its worker stops it and records the final
+// status); a finished run is returned unchanged. cancelJob is called in the
+// same transaction for live runs.
+func (s *Store) CancelRun(ctx context.Context, id, reason string, cancelJob CancelJobFunc) (*wfv1.Run, error) {
+	if reason == "" {
+		reason = "cancelled by request"
+	}
+	var run *wfv1.Run
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if run, err = lockRun(ctx, tx, id); err != nil {
+			return err
+		}
+		if IsTerminal(run.Status) {
+			return nil
+		}
+		var jobID *int64
+		if err := tx.QueryRow(ctx, `
+			UPDATE runs SET cancel_requested = true, cancel_reason = $2 WHERE id = $1 RETURNING job_id`,
+			id, reason).Scan(&jobID); err != nil {
+			return fmt.Errorf("request cancel: %w", err)
+		}
+		if jobID != nil {
+			if err := cancelJob(ctx, tx, *jobID); err != nil {
+				return fmt.Errorf("cancel job of run %s: %w", id, err)
+			}
+		}
+		if run.Status == wfv1.RunStatus_RUN_STATUS_QUEUED {
+			run, err = finishLocked(ctx, tx, run, Outcome{
+				Status: wfv1.RunStatus_RUN_STATUS_CANCELLED,
+				Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_CANCELLED, Message: reason},
+			})
+			return err
+		}
+		if _, err := appendEvent(ctx, tx, id, &wfv1.RunEvent{
+			Type: wfv1.RunEventType_RUN_EVENT_TYPE_CANCEL_REQUESTED, Status: run.Status, Message: reason,
+		}); err != nil {
+			return err
+		}
+		run, err = getRun(ctx, tx, id)
+		return err
+	})
+	return run, err
+}
+
+// CancelReason returns the reason given when the run's cancellation was
+// requested.
+func (s *Store) CancelReason(ctx context.Context, id string) (string, error) {
+	var reason *string
+	if err := s.pool.QueryRow(ctx, `SELECT cancel_reason FROM runs WHERE id = $1`, id).Scan(&reason); err != nil {
+		return "", notFound("run", id, err)
+	}
+	if reason == nil {
+		return "", nil
+	}
+	return *reason, nil
+}
+
+// ReapLostRuns ends, as ERROR/WORKER_LOST, every live run whose River job can
+// no longer execute it (discarded after its last attempt died, cancelled, or
+// gone), so that no run stays RUNNING forever. It returns the IDs it ended.
+func (s *Store) ReapLostRuns(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT r.id::text FROM runs r
+		LEFT JOIN river_job j ON j.id = r.job_id
+		WHERE r.status = ANY($1) AND r.job_id IS NOT NULL
+		  AND (j.id IS NULL OR j.state IN ('discarded', 'cancelled', 'completed'))`, liveStatuses)
+	if err != nil {
+		return nil, fmt.Errorf("find lost runs: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("find lost runs: %w", err)
+	}
+	var reaped []string
+	for _, id := range ids {
+		run, err := s.FinishRun(ctx, id, Outcome{
+			Status: wfv1.RunStatus_RUN_STATUS_ERROR,
+			Error: &wfv1.RunError{
+				Category: wfv1.ErrorCategory_ERROR_CATEGORY_WORKER_LOST,
+				Message:  "the worker executing the run was lost and the run could not be resumed",
+			},
+		})
+		if err != nil && !errors.Is(err, fault.ErrNotFound) {
+			return reaped, err
+		}
+		if err == nil && run.Status == wfv1.RunStatus_RUN_STATUS_ERROR {
+			reaped = append(reaped, id)
+		}
+	}
+	return reaped, nil
+}

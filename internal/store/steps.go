@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+)
+
+// Media is a stored blob, usually a screenshot.
+type Media struct {
+	ID          string
+	RunID       string
+	StepNumber  int32
+	ContentType string
+	Data        []byte
+	CreateTime  time.Time
+}
+
+// RecordStep stores a finished step with its screenshot (when screenshot is
+// not nil) and appends its STEP_FINISHED event, all in one transaction. The
+// screenshot becomes the run's final screenshot. A step whose number is
+// already recorded for the run is left as it is and recorded is false: a
+// repeated delivery of the run never duplicates steps.
+func (s *Store) RecordStep(ctx context.Context, step *wfv1.Step, screenshot *Media) (recorded bool, err error) {
+	step = proto.Clone(step).(*wfv1.Step)
+	var mediaID *string
+	if screenshot != nil {
+		id := uuid.NewString()
+		mediaID, step.ScreenshotMediaId = &id, id
+	}
+	record, err := protojson.Marshal(step)
+	if err != nil {
+		return false, fmt.Errorf("encode step: %w", err)
+	}
+	err = s.InTx(ctx, func(tx pgx.Tx) error {
+		run, err := lockRun(ctx, tx, step.RunId)
+		if err != nil {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM steps WHERE run_id = $1 AND number = $2)`,
+			step.RunId, step.Number).Scan(&exists); err != nil {
+			return fmt.Errorf("check step: %w", err)
+		}
+		if exists {
+			return nil
+		}
+		if screenshot != nil {
+			sum := sha256.Sum256(screenshot.Data)
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO media (id, run_id, step_number, content_type, size_bytes, sha256, data)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+				*mediaID, step.RunId, step.Number, screenshot.ContentType, len(screenshot.Data), sum[:], screenshot.Data); err != nil {
+				return fmt.Errorf("insert screenshot: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO steps (run_id, number, started_at, ended_at, url, title, screenshot_media_id, record)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			step.RunId, step.Number, step.StartTime.AsTime(), step.EndTime.AsTime(), step.Url, step.Title, mediaID, record); err != nil {
+			return fmt.Errorf("insert step: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE runs SET step_count = step_count + 1,
+				final_screenshot_media_id = coalesce($2, final_screenshot_media_id),
+				final_url = coalesce(NULLIF($3, ''), final_url)
+			WHERE id = $1`, step.RunId, mediaID, step.Url); err != nil {
+			return fmt.Errorf("update run after step: %w", err)
+		}
+		if _, err := appendEvent(ctx, tx, step.RunId, &wfv1.RunEvent{
+			Type:    wfv1.RunEventType_RUN_EVENT_TYPE_STEP_FINISHED,
+			Status:  run.Status,
+			Message: fmt.Sprintf("step %d finished", step.Number),
+			Payload: &wfv1.RunEvent_Step{Step: step},
+		}); err != nil {
+			return err
+		}
+		recorded = true
+		return nil
+	})
+	return recorded, err
+}
+
+// ListSteps returns up to limit steps of a run with numbers greater than
+// afterNumber, in order. It returns an error wrapping fault.ErrNotFound when
+// the run does not exist.
+func (s *Store) ListSteps(ctx context.Context, runID string, afterNumber int32, limit int) ([]*wfv1.Step, error) {
+	if _, err := getRun(ctx, s.pool, runID); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT record FROM steps WHERE run_id = $1 AND number > $2 ORDER BY number LIMIT $3`,
+		runID, afterNumber, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list steps: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*wfv1.Step, error) {
+		var raw []byte
+		if err := r.Scan(&raw); err != nil {
+			return nil, err
+		}
+		step := &wfv1.Step{}
+		if err := protojson.Unmarshal(raw, step); err != nil {
+			return nil, fmt.Errorf("decode step: %w", err)
+		}
+		return step, nil
+	})
+}
+
+// GetMedia returns stored media by ID, or an error wrapping
+// fault.ErrNotFound.
+func (s *Store) GetMedia(ctx context.Context, id string) (*Media, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, fmt.Errorf("media %q: %w", id, errNotFound)
+	}
+	m := &Media{ID: id}
+	var step *int32
+	err := s.pool.QueryRow(ctx, `
+		SELECT run_id::text, step_number, content_type, data, created_at FROM media WHERE id = $1`, id).
+		Scan(&m.RunID, &step, &m.ContentType, &m.Data, &m.CreateTime)
+	if err != nil {
+		return nil, notFound("media", id, err)
+	}
+	if step != nil {
+		m.StepNumber = *step
+	}
+	return m, nil
+}
