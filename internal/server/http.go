@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/wayfinder/wayfinder/api/openapi"
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+	"github.com/wayfinder/wayfinder/api/openapi"
 )
 
 // httpHandler serves the REST gateway (proxying to the gRPC server at

@@ -149,13 +149,13 @@ const runColumns = `id, coalesce(request_id, ''), status, params, created_at, st
 
 func scanRun(row pgx.Row) (*wfv1.Run, error) {
 	var (
-		run                           wfv1.Run
-		status, errCategory, errMsg   string
-		params, verdict               []byte
-		created                       time.Time
-		started, ended                *time.Time
-		stepCount, errStep, attempts  int32
-		id                            uuid.UUID
+		run                          wfv1.Run
+		status, errCategory, errMsg  string
+		params, verdict              []byte
+		created                      time.Time
+		started, ended               *time.Time
+		stepCount, errStep, attempts int32
+		id                           uuid.UUID
 	)
 	err := row.Scan(&id, &run.RequestId, &status, &params, &created, &started, &ended,
 		&stepCount, &errCategory, &errMsg, &errStep,
