@@ -82,7 +82,7 @@ var Settings = []Setting{
 		func(c *Config, v string) error { return parseInt(&c.BrowserCapacity, v, 1, 256) }},
 	{"allow-private-networks", "WAYFINDER_ALLOW_PRIVATE_NETWORKS", "false", "Let every run reach private, loopback and link-local addresses. Otherwise a run reaches them only when its allowed_domains name them.",
 		func(c *Config, v string) error { return parseBool(&c.AllowPrivateNetworks, v) }},
-	{"run-timeout", "WAYFINDER_RUN_TIMEOUT", "10m", "Default and maximum wall-clock time of a run. Jobs of a lost worker are rescued after this plus 30s.",
+	{"run-timeout", "WAYFINDER_RUN_TIMEOUT", "10m", "Default and maximum wall-clock time of a run. Jobs of a lost worker are rescued after this plus 15s.",
 		func(c *Config, v string) error { return parseDuration(&c.RunTimeout, v, time.Second, 24*time.Hour) }},
 	{"shutdown-timeout", "WAYFINDER_SHUTDOWN_TIMEOUT", "30s", "On SIGTERM, how long running runs may finish before they are handed back to the queue.",
 		func(c *Config, v string) error { return parseDuration(&c.ShutdownTimeout, v, 0, time.Hour) }},

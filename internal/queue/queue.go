@@ -53,7 +53,7 @@ type Config struct {
 // RescueGrace is added to the longest run timeout to obtain River's rescue
 // window: a job still marked running after MaxRunTimeout+RescueGrace has
 // lost its worker.
-const RescueGrace = 30 * time.Second
+const RescueGrace = 15 * time.Second
 
 // Queue enqueues and (with workers) executes runs.
 type Queue struct {

@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -105,7 +106,7 @@ func OpenDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger) (
 func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	logger := opts.Logger
 	if opts.TracerProvider == nil {
-		opts.TracerProvider = trace.NewNoopTracerProvider()
+		opts.TracerProvider = noop.NewTracerProvider()
 	}
 	if opts.ReapInterval <= 0 {
 		opts.ReapInterval = 30 * time.Second

@@ -1,0 +1,80 @@
+# Wayfinder developer commands. `make demo` and `make test` are all a fresh
+# machine needs: they install Chromium (and the PostgreSQL server binaries)
+# when missing, build, and run.
+
+GO            ?= go
+BIN           := bin/wayfinder
+TOOLS         := $(CURDIR)/.tools/bin
+export PATH   := $(TOOLS):$(PATH)
+
+# Pinned code generators and linters, installed by `go install`.
+BUF_VERSION                := v1.75.0
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+GRPC_GATEWAY_VERSION       := v2.32.0
+STATICCHECK_VERSION        := v0.8.2
+
+TEST_FLAGS ?= -race -count=1 -timeout 30m
+
+.PHONY: all build run demo test lint gen check-gen tools deps bench clean
+
+all: build
+
+## build: compile the server to bin/wayfinder
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/server
+
+## deps: install Chromium and PostgreSQL when missing
+deps:
+	@scripts/ensure-deps.sh
+
+## run: start the service on its defaults (managed Postgres, system Chromium)
+run: deps build
+	$(BIN) serve
+
+## demo: start the service, run a task against a bundled demo site, print the result
+demo: deps build
+	$(BIN) demo
+
+## test: run every test against a real Postgres and a real headless Chromium
+test: deps
+	$(GO) test $(TEST_FLAGS) ./...
+
+## lint: gofmt, go vet and staticcheck
+lint: $(TOOLS)/staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	staticcheck ./...
+
+## gen: regenerate api/gen and api/openapi from api/proto
+gen: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc $(TOOLS)/protoc-gen-grpc-gateway $(TOOLS)/protoc-gen-openapiv2
+	rm -rf api/gen api/openapi/*.json
+	buf lint
+	buf generate
+
+## check-gen: fail when the committed generated code differs from `make gen`
+check-gen: gen
+	@git diff --exit-code -- api/gen api/openapi || { echo "generated code is stale: run make gen and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api/gen api/openapi)" || { git status --porcelain -- api/gen api/openapi; echo "untracked generated files: run make gen and commit"; exit 1; }
+
+## bench: run the Go benchmarks
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+tools: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc $(TOOLS)/protoc-gen-grpc-gateway $(TOOLS)/protoc-gen-openapiv2 $(TOOLS)/staticcheck
+
+$(TOOLS)/buf:
+	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+$(TOOLS)/protoc-gen-go:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+$(TOOLS)/protoc-gen-go-grpc:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+$(TOOLS)/protoc-gen-grpc-gateway:
+	GOBIN=$(TOOLS) $(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GRPC_GATEWAY_VERSION)
+$(TOOLS)/protoc-gen-openapiv2:
+	GOBIN=$(TOOLS) $(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GRPC_GATEWAY_VERSION)
+$(TOOLS)/staticcheck:
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+clean:
+	rm -rf bin .tools
