@@ -180,6 +180,15 @@ func (s *RunService) StreamRunEvents(req *wfv1.StreamRunEventsRequest, stream gr
 		if len(evs) == batch {
 			continue
 		}
+		// A finished run whose FINISHED event lies at or before
+		// after_sequence has nothing more to send.
+		run, err := s.cfg.Store.GetRun(ctx, req.GetRunId())
+		if err != nil {
+			return err
+		}
+		if store.IsTerminal(run.Status) && last >= run.LastEventSequence {
+			return nil
+		}
 		if err := s.waitForChange(ctx, wake); err != nil {
 			return err
 		}

@@ -37,10 +37,18 @@ func launch(ctx context.Context, bin, workDir string) (*process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create user-data dir: %w", err)
 	}
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
+	// Chromium puts its singleton socket in TMPDIR, and a socket path must
+	// fit in 108 bytes, so TMPDIR is short and outside the work dir; the
+	// work dir remembers it for sweepStale.
+	tmp, err := os.MkdirTemp("", "wfc-")
+	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("create browser TMPDIR: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, tmpdirFile), []byte(tmp), 0o600); err != nil {
+		os.RemoveAll(dir)
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("record browser TMPDIR: %w", err)
 	}
 	cmd := exec.Command(bin, chromiumFlags(filepath.Join(dir, "profile"))...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
@@ -103,7 +111,19 @@ func (p *process) kill() {
 	p.cleanup()
 }
 
-func (p *process) cleanup() { _ = os.RemoveAll(p.dir) }
+func (p *process) cleanup() { removeProcessDir(p.dir) }
+
+// tmpdirFile, inside a process dir, holds the path of its TMPDIR.
+const tmpdirFile = "tmpdir"
+
+// removeProcessDir removes a process dir and the TMPDIR it names.
+func removeProcessDir(dir string) {
+	if tmp, err := os.ReadFile(filepath.Join(dir, tmpdirFile)); err == nil &&
+		strings.HasPrefix(filepath.Base(string(tmp)), "wfc-") {
+		_ = os.RemoveAll(string(tmp))
+	}
+	_ = os.RemoveAll(dir)
+}
 
 func (p *process) alive() bool {
 	select {
@@ -131,9 +151,7 @@ func sweepStale(workDir string) error {
 		}
 		dir := filepath.Join(workDir, e.Name())
 		killUsers(dir)
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("remove stale browser dir: %w", err)
-		}
+		removeProcessDir(dir)
 	}
 	return nil
 }
