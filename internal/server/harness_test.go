@@ -68,11 +68,10 @@ type testServer struct {
 }
 
 type serverOpts struct {
-	role        config.Role
-	runTimeout  time.Duration
-	shutdown    time.Duration
-	tracer      trace.TracerProvider
-	allowPublic bool
+	role       config.Role
+	runTimeout time.Duration
+	shutdown   time.Duration
+	tracer     trace.TracerProvider
 }
 
 func testConfig(t *testing.T, dbURL string, o serverOpts) config.Config {
