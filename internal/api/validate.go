@@ -141,6 +141,10 @@ func validateStartURL(v *fault.Violations, raw string) {
 		v.Add(field, "must be an absolute http or https URL (got scheme %q)", u.Scheme)
 	case u.Hostname() == "":
 		v.Add(field, "must name a host")
+	case u.User != nil:
+		// Credentials in a URL would be stored, logged and shown to the
+		// model; they belong in auth bindings.
+		v.Add(field, "must not contain credentials (user:password@); use auth bindings")
 	}
 }
 

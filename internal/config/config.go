@@ -118,14 +118,18 @@ func Load(name string, args []string, getenv func(string) string) (Config, error
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var c Config
 	var errs []error
 	for i, s := range Settings {
+		// A flag given explicitly wins even when empty (-database-url=
+		// forces the managed Postgres over a DATABASE_URL in the env).
 		v, source := *values[i], "-"+s.Flag
-		if v == "" {
+		if !set[s.Flag] {
 			v, source = getenv(s.Env), s.Env
 		}
-		if v == "" {
+		if v == "" && (source != "-"+s.Flag || s.Default != "") {
 			v, source = s.Default, "default"
 		}
 		if s.Flag == "data-dir" && source == "default" {

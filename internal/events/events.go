@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -79,11 +80,15 @@ func (h *Hub) wakeAll() {
 // Run listens until ctx is done, reconnecting with backoff when the
 // connection drops (a database restart).
 func (h *Hub) Run(ctx context.Context) error {
-	backoff := 100 * time.Millisecond
+	const initialBackoff = 100 * time.Millisecond
+	backoff := initialBackoff
 	for ctx.Err() == nil {
-		err := h.listen(ctx)
+		listening, err := h.listen(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if listening {
+			backoff = initialBackoff // the connection worked; this is a new outage
 		}
 		h.logger.WarnContext(ctx, "event listener disconnected; reconnecting", "error", err, "backoff", backoff)
 		select {
@@ -96,23 +101,25 @@ func (h *Hub) Run(ctx context.Context) error {
 	return nil
 }
 
-func (h *Hub) listen(ctx context.Context) error {
+// listen follows notifications until the connection fails; listening
+// reports whether LISTEN had succeeded.
+func (h *Hub) listen(ctx context.Context) (listening bool, err error) {
 	pooled, err := h.pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// A LISTEN connection is never returned to the pool: its state is
 	// session-bound.
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+h.channel); err != nil {
-		return err
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{h.channel}.Sanitize()); err != nil {
+		return false, err
 	}
 	h.wakeAll()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			return err
+			return true, err
 		}
 		h.wake(n.Payload)
 	}

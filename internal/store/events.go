@@ -40,14 +40,16 @@ func appendEvent(ctx context.Context, tx pgx.Tx, runID string, ev *wfv1.RunEvent
 }
 
 // AppendEvent records an event for a run in its own transaction and returns
-// it with its sequence number and time set.
+// it with its sequence number and time set. A finished run takes no more
+// events (FINISHED is always its last): then nothing is written and nil is
+// returned.
 func (s *Store) AppendEvent(ctx context.Context, runID string, ev *wfv1.RunEvent) (*wfv1.RunEvent, error) {
 	var out *wfv1.RunEvent
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := lockRun(ctx, tx, runID); err != nil {
+		run, err := lockRun(ctx, tx, runID)
+		if err != nil || IsTerminal(run.Status) {
 			return err
 		}
-		var err error
 		out, err = appendEvent(ctx, tx, runID, ev)
 		return err
 	})

@@ -203,7 +203,7 @@ type ListRunsFilter struct {
 	Statuses []wfv1.RunStatus
 	// Labels keeps runs carrying every one of these labels.
 	Labels map[string]string
-	// PageSize is the maximum number of runs returned.
+	// PageSize is the maximum number of runs returned. Default 50.
 	PageSize int
 	// PageToken continues a previous listing.
 	PageToken string
@@ -217,6 +217,9 @@ type pageCursor struct {
 // ListRuns returns runs newest first and the token of the next page (empty
 // on the last page). A malformed page token is an invalid argument.
 func (s *Store) ListRuns(ctx context.Context, f ListRunsFilter) ([]*wfv1.Run, string, error) {
+	if f.PageSize < 1 {
+		f.PageSize = 50
+	}
 	statuses := make([]string, 0, len(f.Statuses))
 	for _, st := range f.Statuses {
 		name, err := statusName(st)
@@ -309,9 +312,14 @@ func (s *Store) StartRun(ctx context.Context, id string) (run *wfv1.Run, execute
 			return nil
 		}
 		if run.CancelRequested {
+			// Its worker was lost after the cancel was requested.
+			var reason string
+			if err := tx.QueryRow(ctx, `SELECT coalesce(cancel_reason, '') FROM runs WHERE id = $1`, id).Scan(&reason); err != nil {
+				return fmt.Errorf("load cancel reason: %w", err)
+			}
 			run, err = finishLocked(ctx, tx, run, Outcome{
 				Status: wfv1.RunStatus_RUN_STATUS_CANCELLED,
-				Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_CANCELLED, Message: "cancelled before it started"},
+				Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_CANCELLED, Message: reason},
 			})
 			return err
 		}

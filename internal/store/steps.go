@@ -28,7 +28,8 @@ type Media struct {
 // not nil) and appends its STEP_FINISHED event, all in one transaction. The
 // screenshot becomes the run's final screenshot. A step whose number is
 // already recorded for the run is left as it is and recorded is false: a
-// repeated delivery of the run never duplicates steps.
+// repeated delivery of the run never duplicates steps. A finished run takes
+// no more steps (recorded is false): FINISHED is always its last event.
 func (s *Store) RecordStep(ctx context.Context, step *wfv1.Step, screenshot *Media) (recorded bool, err error) {
 	step = proto.Clone(step).(*wfv1.Step)
 	var mediaID *string
@@ -42,7 +43,7 @@ func (s *Store) RecordStep(ctx context.Context, step *wfv1.Step, screenshot *Med
 	}
 	err = s.InTx(ctx, func(tx pgx.Tx) error {
 		run, err := lockRun(ctx, tx, step.RunId)
-		if err != nil {
+		if err != nil || IsTerminal(run.Status) {
 			return err
 		}
 		var exists bool

@@ -1,0 +1,205 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func fakeEnv(vars map[string]string) func(string) string {
+	return func(key string) string { return vars[key] }
+}
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load("wayfinder", nil, fakeEnv(nil))
+	require.NoError(t, err)
+	wantDataDir := "/var/lib/wayfinder"
+	if os.Geteuid() != 0 {
+		home, err := os.UserHomeDir()
+		require.NoError(t, err)
+		wantDataDir = filepath.Join(home, ".local", "share", "wayfinder")
+	}
+	require.Equal(t, Config{
+		GRPCAddr:             "127.0.0.1:9090",
+		HTTPAddr:             "127.0.0.1:8080",
+		DatabaseURL:          "",
+		DataDir:              wantDataDir,
+		PGBin:                "",
+		PGUser:               "postgres",
+		Role:                 RoleAll,
+		Chromium:             "",
+		BrowserCapacity:      2,
+		AllowPrivateNetworks: false,
+		RunTimeout:           10 * time.Minute,
+		ShutdownTimeout:      30 * time.Second,
+		LogLevel:             "info",
+		LogFormat:            "json",
+	}, c)
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"WAYFINDER_GRPC_ADDR":              "0.0.0.0:9999",
+		"WAYFINDER_HTTP_ADDR":              "0.0.0.0:8888",
+		"DATABASE_URL":                     "postgres://env/db",
+		"WAYFINDER_DATA_DIR":               "/env/data",
+		"WAYFINDER_ROLE":                   "api",
+		"WAYFINDER_BROWSER_CAPACITY":       "4",
+		"WAYFINDER_ALLOW_PRIVATE_NETWORKS": "true",
+		"WAYFINDER_RUN_TIMEOUT":            "5m",
+		"WAYFINDER_LOG_LEVEL":              "warn",
+	}
+	tests := []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		check func(t *testing.T, c Config)
+	}{
+		{
+			name: "default",
+			check: func(t *testing.T, c Config) {
+				require.Equal(t, "127.0.0.1:9090", c.GRPCAddr)
+				require.Equal(t, RoleAll, c.Role)
+				require.Equal(t, 2, c.BrowserCapacity)
+				require.Equal(t, 10*time.Minute, c.RunTimeout)
+			},
+		},
+		{
+			name: "env over default",
+			env:  env,
+			check: func(t *testing.T, c Config) {
+				require.Equal(t, "0.0.0.0:9999", c.GRPCAddr)
+				require.Equal(t, "0.0.0.0:8888", c.HTTPAddr)
+				require.Equal(t, "postgres://env/db", c.DatabaseURL)
+				require.Equal(t, "/env/data", c.DataDir)
+				require.Equal(t, RoleAPI, c.Role)
+				require.Equal(t, 4, c.BrowserCapacity)
+				require.True(t, c.AllowPrivateNetworks)
+				require.Equal(t, 5*time.Minute, c.RunTimeout)
+				require.Equal(t, "warn", c.LogLevel)
+				// Unset in the environment: still the default.
+				require.Equal(t, "json", c.LogFormat)
+				require.Equal(t, 30*time.Second, c.ShutdownTimeout)
+			},
+		},
+		{
+			name: "flag over env",
+			env:  env,
+			args: []string{
+				"-grpc-addr", "10.0.0.1:1", "--http-addr=10.0.0.1:2", "-data-dir", "/flag/data",
+				"-role=worker", "-browser-capacity", "8", "-allow-private-networks=false",
+				"-run-timeout", "90s", "-log-level", "debug", "-log-format", "text",
+			},
+			check: func(t *testing.T, c Config) {
+				require.Equal(t, "10.0.0.1:1", c.GRPCAddr)
+				require.Equal(t, "10.0.0.1:2", c.HTTPAddr)
+				require.Equal(t, "/flag/data", c.DataDir)
+				require.Equal(t, RoleWorker, c.Role)
+				require.Equal(t, 8, c.BrowserCapacity)
+				require.False(t, c.AllowPrivateNetworks)
+				require.Equal(t, 90*time.Second, c.RunTimeout)
+				require.Equal(t, "debug", c.LogLevel)
+				require.Equal(t, "text", c.LogFormat)
+				// No flag: the environment still applies.
+				require.Equal(t, "postgres://env/db", c.DatabaseURL)
+			},
+		},
+		{
+			name: "flag over default",
+			args: []string{"-browser-capacity=1", "-shutdown-timeout=0s"},
+			check: func(t *testing.T, c Config) {
+				require.Equal(t, 1, c.BrowserCapacity)
+				require.Equal(t, time.Duration(0), c.ShutdownTimeout)
+				require.Equal(t, "127.0.0.1:9090", c.GRPCAddr)
+			},
+		},
+		{
+			name: "XDG data dir when not root",
+			env:  map[string]string{"XDG_DATA_HOME": "/xdg"},
+			check: func(t *testing.T, c Config) {
+				if os.Geteuid() == 0 {
+					require.Equal(t, "/var/lib/wayfinder", c.DataDir)
+					return
+				}
+				require.Equal(t, "/xdg/wayfinder", c.DataDir)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Load("wayfinder", tt.args, fakeEnv(tt.env))
+			require.NoError(t, err)
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestLoadInvalid(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		// want are substrings of the error.
+		want []string
+	}{
+		{name: "role from env", env: map[string]string{"WAYFINDER_ROLE": "x"}, want: []string{"WAYFINDER_ROLE", `"x"`}},
+		{name: "role from flag", args: []string{"-role", "x"}, want: []string{"WAYFINDER_ROLE", "-role"}},
+		{name: "capacity 0", env: map[string]string{"WAYFINDER_BROWSER_CAPACITY": "0"}, want: []string{"WAYFINDER_BROWSER_CAPACITY"}},
+		{name: "capacity 257", env: map[string]string{"WAYFINDER_BROWSER_CAPACITY": "257"}, want: []string{"WAYFINDER_BROWSER_CAPACITY"}},
+		{name: "capacity not a number", args: []string{"-browser-capacity=two"}, want: []string{"WAYFINDER_BROWSER_CAPACITY"}},
+		{name: "run timeout abc", env: map[string]string{"WAYFINDER_RUN_TIMEOUT": "abc"}, want: []string{"WAYFINDER_RUN_TIMEOUT"}},
+		{name: "run timeout too short", env: map[string]string{"WAYFINDER_RUN_TIMEOUT": "500ms"}, want: []string{"WAYFINDER_RUN_TIMEOUT"}},
+		{name: "run timeout too long", env: map[string]string{"WAYFINDER_RUN_TIMEOUT": "25h"}, want: []string{"WAYFINDER_RUN_TIMEOUT"}},
+		{name: "shutdown timeout negative", env: map[string]string{"WAYFINDER_SHUTDOWN_TIMEOUT": "-1s"}, want: []string{"WAYFINDER_SHUTDOWN_TIMEOUT"}},
+		{name: "log level loud", env: map[string]string{"WAYFINDER_LOG_LEVEL": "loud"}, want: []string{"WAYFINDER_LOG_LEVEL"}},
+		{name: "log format xml", env: map[string]string{"WAYFINDER_LOG_FORMAT": "xml"}, want: []string{"WAYFINDER_LOG_FORMAT"}},
+		{name: "allow private maybe", env: map[string]string{"WAYFINDER_ALLOW_PRIVATE_NETWORKS": "maybe"}, want: []string{"WAYFINDER_ALLOW_PRIVATE_NETWORKS"}},
+		{
+			name: "every error is reported",
+			env:  map[string]string{"WAYFINDER_ROLE": "x", "WAYFINDER_LOG_LEVEL": "loud"},
+			args: []string{"-browser-capacity=0"},
+			want: []string{"WAYFINDER_ROLE", "WAYFINDER_LOG_LEVEL", "WAYFINDER_BROWSER_CAPACITY"},
+		},
+		{name: "positional argument", args: []string{"serve"}, want: []string{"unexpected arguments: serve"}},
+		{name: "positional arguments after flags", args: []string{"-role=api", "a", "b"}, want: []string{"unexpected arguments: a b"}},
+		{name: "unknown flag", args: []string{"-no-such-flag"}, want: []string{"no-such-flag"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load("wayfinder", tt.args, fakeEnv(tt.env))
+			require.Error(t, err)
+			for _, w := range tt.want {
+				require.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestSettingsAreComplete(t *testing.T) {
+	t.Parallel()
+	flags, envs := map[string]bool{}, map[string]bool{}
+	for _, s := range Settings {
+		t.Run(s.Flag, func(t *testing.T) {
+			t.Parallel()
+			require.NotEmpty(t, s.Help)
+			require.NotEmpty(t, s.Env)
+			require.NotNil(t, s.set)
+			require.False(t, strings.HasPrefix(s.Flag, "-"))
+		})
+		require.False(t, flags[s.Flag], "flag %s declared twice", s.Flag)
+		require.False(t, envs[s.Env], "env %s declared twice", s.Env)
+		flags[s.Flag], envs[s.Env] = true, true
+	}
+}
