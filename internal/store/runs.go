@@ -363,16 +363,22 @@ func (s *Store) FinishRun(ctx context.Context, id string, o Outcome) (*wfv1.Run,
 	if !IsTerminal(o.Status) {
 		return nil, fmt.Errorf("finish run %s: status %v is not terminal", id, o.Status)
 	}
+	return s.updateLive(ctx, id, func(tx pgx.Tx, run *wfv1.Run) (*wfv1.Run, error) {
+		return finishLocked(ctx, tx, run, o)
+	})
+}
+
+// updateLive locks run id for the length of a transaction and, when the run
+// is live, calls fn with it and returns what fn returns. A finished run is
+// returned unchanged without calling fn.
+func (s *Store) updateLive(ctx context.Context, id string, fn func(tx pgx.Tx, run *wfv1.Run) (*wfv1.Run, error)) (*wfv1.Run, error) {
 	var run *wfv1.Run
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if run, err = lockRun(ctx, tx, id); err != nil {
+		if run, err = lockRun(ctx, tx, id); err != nil || IsTerminal(run.Status) {
 			return err
 		}
-		if IsTerminal(run.Status) {
-			return nil
-		}
-		run, err = finishLocked(ctx, tx, run, o)
+		run, err = fn(tx, run)
 		return err
 	})
 	return run, err
@@ -457,42 +463,31 @@ func (s *Store) CancelRun(ctx context.Context, id, reason string, cancelJob Canc
 	if reason == "" {
 		reason = "cancelled by request"
 	}
-	var run *wfv1.Run
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		if run, err = lockRun(ctx, tx, id); err != nil {
-			return err
-		}
-		if IsTerminal(run.Status) {
-			return nil
-		}
+	return s.updateLive(ctx, id, func(tx pgx.Tx, run *wfv1.Run) (*wfv1.Run, error) {
 		var jobID *int64
 		if err := tx.QueryRow(ctx, `
 			UPDATE runs SET cancel_requested = true, cancel_reason = $2 WHERE id = $1 RETURNING job_id`,
 			id, reason).Scan(&jobID); err != nil {
-			return fmt.Errorf("request cancel: %w", err)
+			return nil, fmt.Errorf("request cancel: %w", err)
 		}
 		if jobID != nil {
 			if err := cancelJob(ctx, tx, *jobID); err != nil {
-				return fmt.Errorf("cancel job of run %s: %w", id, err)
+				return nil, fmt.Errorf("cancel job of run %s: %w", id, err)
 			}
 		}
 		if run.Status == wfv1.RunStatus_RUN_STATUS_QUEUED {
-			run, err = finishLocked(ctx, tx, run, Outcome{
+			return finishLocked(ctx, tx, run, Outcome{
 				Status: wfv1.RunStatus_RUN_STATUS_CANCELLED,
 				Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_CANCELLED, Message: reason},
 			})
-			return err
 		}
 		if _, err := appendEvent(ctx, tx, id, &wfv1.RunEvent{
 			Type: wfv1.RunEventType_RUN_EVENT_TYPE_CANCEL_REQUESTED, Status: run.Status, Message: reason,
 		}); err != nil {
-			return err
+			return nil, err
 		}
-		run, err = getRun(ctx, tx, id)
-		return err
+		return getRun(ctx, tx, id)
 	})
-	return run, err
 }
 
 // CancelReason returns the reason given when the run's cancellation was
