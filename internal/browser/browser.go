@@ -58,7 +58,8 @@ type PageOptions struct {
 
 // Page is one tab of a Session.
 type Page struct {
-	p *rod.Page
+	p    *rod.Page
+	refs refTable
 }
 
 // NewPage opens a blank page with the given emulation settings.
