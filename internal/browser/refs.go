@@ -75,3 +75,7 @@ func (t *refTable) latestSnapshotID() string {
 	defer t.mu.Unlock()
 	return t.snapshotID
 }
+
+// SnapshotID returns the ID of the page's latest snapshot ("" before the
+// first); refs of that snapshot are the ones actions accept.
+func (pg *Page) SnapshotID() string { return pg.refs.latestSnapshotID() }
