@@ -30,13 +30,33 @@ type Session struct {
 	b *rod.Browser
 }
 
+// SessionOptions configure a new browser context.
+type SessionOptions struct {
+	// ProxyServer routes every request of the context through this proxy
+	// ("http://127.0.0.1:PORT"); the network guard uses it. Default: none.
+	ProxyServer string
+	// ProxyBypassList is Chromium's bypass list for ProxyServer. Default
+	// "<-loopback>": loopback addresses go through the proxy too.
+	ProxyBypassList string
+}
+
 // NewSession creates an incognito context in browser b.
-func NewSession(ctx context.Context, b *rod.Browser) (*Session, error) {
-	inc, err := b.Context(ctx).Incognito()
+func NewSession(ctx context.Context, b *rod.Browser, opts SessionOptions) (*Session, error) {
+	req := proto.TargetCreateBrowserContext{DisposeOnDetach: true}
+	if opts.ProxyServer != "" {
+		req.ProxyServer = opts.ProxyServer
+		req.ProxyBypassList = opts.ProxyBypassList
+		if req.ProxyBypassList == "" {
+			req.ProxyBypassList = "<-loopback>"
+		}
+	}
+	res, err := req.Call(b.Context(ctx))
 	if err != nil {
 		return nil, classify(fmt.Errorf("create incognito context: %w", err))
 	}
-	return &Session{b: inc}, nil
+	inc := *b
+	inc.BrowserContextID = res.BrowserContextID
+	return &Session{b: &inc}, nil
 }
 
 // Close disposes of the context and every page in it.

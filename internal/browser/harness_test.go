@@ -21,7 +21,7 @@ func newSession(t *testing.T) *browser.Session {
 	require.NoError(t, err)
 	require.NoError(t, p.Start(context.Background()))
 	t.Cleanup(p.Close)
-	lease, err := p.Lease(context.Background())
+	lease, err := p.Lease(context.Background(), browser.SessionOptions{})
 	require.NoError(t, err)
 	t.Cleanup(lease.Release)
 	return lease.Session()

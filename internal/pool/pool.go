@@ -157,8 +157,8 @@ func (l *Lease) Release() {
 }
 
 // Lease waits for a free slot (until ctx is done) and returns a new isolated
-// incognito context.
-func (p *Pool) Lease(ctx context.Context) (*Lease, error) {
+// incognito context configured by opts.
+func (p *Pool) Lease(ctx context.Context, opts browser.SessionOptions) (*Lease, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -167,7 +167,7 @@ func (p *Pool) Lease(ctx context.Context) (*Lease, error) {
 	b, err := p.current(ctx)
 	if err == nil {
 		var s *browser.Session
-		if s, err = browser.NewSession(ctx, b); err == nil {
+		if s, err = browser.NewSession(ctx, b, opts); err == nil {
 			p.metrics.inUse.Inc()
 			return &Lease{pool: p, session: s}, nil
 		}

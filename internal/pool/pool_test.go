@@ -68,10 +68,10 @@ func TestLeasesAreIsolated(t *testing.T) {
 	site := cookieSite(t)
 	ctx := context.Background()
 
-	first, err := b.pool.Lease(ctx)
+	first, err := b.pool.Lease(ctx, browser.SessionOptions{})
 	require.NoError(t, err)
 	defer first.Release()
-	second, err := b.pool.Lease(ctx)
+	second, err := b.pool.Lease(ctx, browser.SessionOptions{})
 	require.NoError(t, err)
 	defer second.Release()
 	require.Equal(t, 2.0, testutil.ToFloat64(b.pool.metrics.inUse))
@@ -84,17 +84,17 @@ func TestLeasesAreIsolated(t *testing.T) {
 func TestLeaseWaitsForCapacity(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1)
-	lease, err := b.pool.Lease(context.Background())
+	lease, err := b.pool.Lease(context.Background(), browser.SessionOptions{})
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err = b.pool.Lease(ctx)
+	_, err = b.pool.Lease(ctx, browser.SessionOptions{})
 	require.ErrorIs(t, err, context.DeadlineExceeded, "a full pool makes callers wait until their deadline")
 
 	lease.Release()
 	lease.Release() // idempotent
-	again, err := b.pool.Lease(context.Background())
+	again, err := b.pool.Lease(context.Background(), browser.SessionOptions{})
 	require.NoError(t, err, "a released slot is free again")
 	again.Release()
 	require.Equal(t, 0.0, testutil.ToFloat64(b.pool.metrics.inUse))
@@ -111,7 +111,7 @@ func TestCrashedBrowserIsReplaced(t *testing.T) {
 	require.NoError(t, syscall.Kill(-pid, syscall.SIGKILL))
 	require.Eventually(t, func() bool { return !b.pool.Ready() }, time.Minute, 20*time.Millisecond)
 
-	lease, err := b.pool.Lease(context.Background())
+	lease, err := b.pool.Lease(context.Background(), browser.SessionOptions{})
 	require.NoError(t, err, "the next lease gets a new browser")
 	defer lease.Release()
 	require.Equal(t, "cookies:", visit(t, lease.Session(), site.URL+"/"))
@@ -127,7 +127,7 @@ func TestCloseAndSweepLeaveNoProcess(t *testing.T) {
 	entries, err := os.ReadDir(b.workDir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "Close removes the user-data dir")
-	_, err = b.pool.Lease(context.Background())
+	_, err = b.pool.Lease(context.Background(), browser.SessionOptions{})
 	require.ErrorIs(t, err, ErrClosed)
 
 	// A server killed without Close leaves a browser and its dir behind;

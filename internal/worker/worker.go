@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+	"github.com/wayfinder/wayfinder/internal/browser"
 	"github.com/wayfinder/wayfinder/internal/guard"
 	"github.com/wayfinder/wayfinder/internal/pool"
 	"github.com/wayfinder/wayfinder/internal/queue"
@@ -118,7 +119,7 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		})
 	}
 
-	lease, err := w.cfg.Pool.Lease(ctx)
+	lease, err := w.cfg.Pool.Lease(ctx, browser.SessionOptions{})
 	if err != nil {
 		if ctx.Err() != nil {
 			return w.interrupted(ctx, run, log)
