@@ -16,6 +16,14 @@ STATICCHECK_VERSION        := v0.8.2
 
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
+# make bench: the pinned Playwright MCP it compares with, and flags for
+# cmd/wfbench (e.g. BENCH_FLAGS="-iterations 5 -pages form,table").
+PLAYWRIGHT_MCP_VERSION := 0.0.83
+PLAYWRIGHT_MCP_DIR     := $(CURDIR)/.tools/playwright-mcp
+PLAYWRIGHT_MCP_CLI     := $(PLAYWRIGHT_MCP_DIR)/node_modules/@playwright/mcp/cli.js
+PLAYWRIGHT_MCP_STAMP   := $(PLAYWRIGHT_MCP_DIR)/.installed-$(PLAYWRIGHT_MCP_VERSION)
+BENCH_FLAGS            ?=
+
 .PHONY: all build run demo test lint gen check-gen tools deps bench clean
 
 all: build
@@ -57,9 +65,24 @@ check-gen: gen
 	@git diff --exit-code -- api/gen api/openapi || { echo "generated code is stale: run make gen and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api/gen api/openapi)" || { git status --porcelain -- api/gen api/openapi; echo "untracked generated files: run make gen and commit"; exit 1; }
 
-## bench: run the Go benchmarks
-bench: deps
+## bench: measure the page layer beside Playwright MCP (writes docs/benchmarks.md), then run the Go benchmarks
+bench: deps $(PLAYWRIGHT_MCP_STAMP)
+	$(GO) run ./cmd/wfbench -playwright-mcp $(PLAYWRIGHT_MCP_CLI) $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The peer `make bench` measures against, pinned, installed with npm into
+# .tools (never a browser: it drives the system Chromium).
+$(PLAYWRIGHT_MCP_STAMP):
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "bench: installing nodejs and npm with apt-get" >&2; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; \
+	  else echo "bench: Node.js >= 18 and npm are needed (Debian/Ubuntu: apt-get install nodejs npm)" >&2; exit 1; fi; }
+	rm -rf $(PLAYWRIGHT_MCP_DIR) && mkdir -p $(PLAYWRIGHT_MCP_DIR)
+	cd $(PLAYWRIGHT_MCP_DIR) && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --no-audit --no-fund --save-exact \
+	  --loglevel=error @playwright/mcp@$(PLAYWRIGHT_MCP_VERSION)
+	touch $@
 
 tools: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc $(TOOLS)/protoc-gen-grpc-gateway $(TOOLS)/protoc-gen-openapiv2 $(TOOLS)/staticcheck
 

@@ -1,0 +1,134 @@
+// Command wfbench measures Wayfinder's page layer beside Microsoft's
+// Playwright MCP server on a fixed set of local pages and writes the
+// comparison as Markdown (docs/benchmarks.md). `make bench` installs the
+// pinned @playwright/mcp and runs it.
+//
+//	wfbench [-out docs/benchmarks.md] [-iterations 15] [-pages form,table]
+//
+// It exits non-zero when either side fails on a page or a measurement
+// outside the pages fails; the report is written anyway, with the failures.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wayfinder/wayfinder/internal/bench"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "wfbench:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("wfbench", flag.ContinueOnError)
+	out := fs.String("out", "docs/benchmarks.md", "where to write the report (- for stdout)")
+	iterations := fs.Int("iterations", 15, "measured steps per page and side")
+	warmup := fs.Int("warmup", 2, "unmeasured warm-up steps per page and side (0 for the default, -1 for none)")
+	leases := fs.Int("leases", 30, "pool leases timed")
+	contexts := fs.Int("contexts", 4, "contexts opened to measure the memory of one")
+	pages := fs.String("pages", "", "comma-separated page names to run (default: all)")
+	cli := fs.String("playwright-mcp", ".tools/playwright-mcp/node_modules/@playwright/mcp/cli.js", "Playwright MCP's cli.js (installed by make bench)")
+	node := fs.String("node", "node", "Node.js binary")
+	chromium := fs.String("chromium", os.Getenv("WAYFINDER_CHROMIUM"), "Chromium binary for both sides (default: the system's, as the pool finds it; $WAYFINDER_CHROMIUM)")
+	encoding := fs.String("encoding", bench.DefaultEncoding, "tokenizer encoding (o200k_base, cl100k_base)")
+	timeout := fs.Duration("timeout", 15*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	selected, err := selectPages(*pages)
+	if err != nil {
+		return err
+	}
+	cliPath, err := filepath.Abs(*cli)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	// A short path: Chromium puts sockets under its profile dirs.
+	work, err := os.MkdirTemp("", "wfbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	var serverLog bytes.Buffer
+	report, err := bench.Run(ctx, bench.Config{
+		Iterations:      *iterations,
+		Warmup:          *warmup,
+		LeaseIterations: *leases,
+		Contexts:        *contexts,
+		Pages:           selected,
+		Chromium:        *chromium,
+		Playwright:      bench.PlaywrightConfig{Node: *node, CLI: cliPath, Stderr: &serverLog},
+		WorkDir:         work,
+		Encoding:        *encoding,
+		Log:             os.Stderr,
+	})
+	if err != nil {
+		if serverLog.Len() > 0 {
+			fmt.Fprintf(os.Stderr, "wfbench: Playwright MCP's log:\n%s\n", serverLog.String())
+		}
+		return err
+	}
+	var md bytes.Buffer
+	if err := bench.RenderMarkdown(&md, report); err != nil {
+		return err
+	}
+	if *out == "-" {
+		_, err = os.Stdout.Write(md.Bytes())
+	} else {
+		err = os.WriteFile(*out, md.Bytes(), 0o644)
+		fmt.Fprintf(os.Stderr, "wfbench: wrote %s (%s)\n", *out, report.Duration.Round(time.Second))
+	}
+	if err != nil {
+		return err
+	}
+	if f := report.Failures(); len(f) > 0 {
+		if serverLog.Len() > 0 {
+			fmt.Fprintf(os.Stderr, "wfbench: Playwright MCP's log:\n%s\n", serverLog.String())
+		}
+		return fmt.Errorf("%d failures:\n  %s", len(f), strings.Join(f, "\n  "))
+	}
+	return nil
+}
+
+// selectPages returns the pages named in list (all when empty).
+func selectPages(list string) ([]bench.Page, error) {
+	all := bench.Pages()
+	if list == "" {
+		return all, nil
+	}
+	var out []bench.Page
+	for name := range strings.SplitSeq(list, ",") {
+		i := slices.IndexFunc(all, func(p bench.Page) bool { return p.Name == strings.TrimSpace(name) })
+		if i < 0 {
+			return nil, fmt.Errorf("no page %q", name)
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
