@@ -28,20 +28,24 @@ const (
 
 // Config is the server configuration.
 type Config struct {
-	GRPCAddr             string
-	HTTPAddr             string
-	DatabaseURL          string
-	DataDir              string
-	PGBin                string
-	PGUser               string
-	Role                 Role
-	Chromium             string
-	BrowserCapacity      int
-	AllowPrivateNetworks bool
-	RunTimeout           time.Duration
-	ShutdownTimeout      time.Duration
-	LogLevel             string
-	LogFormat            string
+	GRPCAddr                  string
+	HTTPAddr                  string
+	DatabaseURL               string
+	DataDir                   string
+	PGBin                     string
+	PGUser                    string
+	Role                      Role
+	Chromium                  string
+	BrowserCapacity           int
+	BrowserContextsPerProcess int
+	BrowserProcessPerRun      bool
+	BrowserRecycleAfter       int
+	BrowserMemoryLimit        int64
+	AllowPrivateNetworks      bool
+	RunTimeout                time.Duration
+	ShutdownTimeout           time.Duration
+	LogLevel                  string
+	LogFormat                 string
 }
 
 // Setting describes one configuration setting.
@@ -80,6 +84,14 @@ var Settings = []Setting{
 		func(c *Config, v string) error { c.Chromium = v; return nil }},
 	{"browser-capacity", "WAYFINDER_BROWSER_CAPACITY", "2", "Runs executed at once by this replica (one isolated browser context each).",
 		func(c *Config, v string) error { return parseInt(&c.BrowserCapacity, v, 1, 256) }},
+	{"browser-contexts-per-process", "WAYFINDER_BROWSER_CONTEXTS_PER_PROCESS", "4", "Runs (isolated contexts) one Chromium process hosts at most; the replica keeps ceil(capacity / this) processes warm. A process costs ~290 MB, a context ~65 MB (PSS), so sharing saves memory; a crash fails the runs of its process, which are retried.",
+		func(c *Config, v string) error { return parseInt(&c.BrowserContextsPerProcess, v, 1, 64) }},
+	{"browser-process-per-run", "WAYFINDER_BROWSER_PROCESS_PER_RUN", "false", "Give every run a fresh Chromium process of its own, killed when the run ends (strongest isolation, ~290 MB and a launch per run).",
+		func(c *Config, v string) error { return parseBool(&c.BrowserProcessPerRun, v) }},
+	{"browser-recycle-after", "WAYFINDER_BROWSER_RECYCLE_AFTER", "100", "Runs a Chromium process serves before it is replaced (it takes no new runs and ends with its last one).",
+		func(c *Config, v string) error { return parseInt(&c.BrowserRecycleAfter, v, 1, 1_000_000) }},
+	{"browser-memory-limit", "WAYFINDER_BROWSER_MEMORY_LIMIT", "2GiB", "Replace a Chromium process whose process group holds more memory (PSS) than this, like 1GiB or 1500MiB; it takes no new runs and ends with its last one.",
+		func(c *Config, v string) error { return parseBytes(&c.BrowserMemoryLimit, v, 64<<20) }},
 	{"allow-private-networks", "WAYFINDER_ALLOW_PRIVATE_NETWORKS", "false", "Let every run reach private, loopback and link-local addresses. Otherwise a run reaches them only when its allowed_domains name them.",
 		func(c *Config, v string) error { return parseBool(&c.AllowPrivateNetworks, v) }},
 	{"run-timeout", "WAYFINDER_RUN_TIMEOUT", "10m", "Default and maximum wall-clock time of a run. Jobs of a lost worker are rescued after this plus 15s.",
@@ -172,6 +184,28 @@ func parseBool(dst *bool, v string) error {
 		return fmt.Errorf("must be true or false")
 	}
 	*dst = b
+	return nil
+}
+
+// parseBytes reads a size such as 2GiB, 1500MiB, 1GB or 1048576 (bytes).
+func parseBytes(dst *int64, v string, lo int64) error {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	num, mult := strings.TrimSpace(v), int64(1)
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f*float64(mult) < float64(lo) || f*float64(mult) > 1<<50 {
+		return fmt.Errorf("must be a size of at least %dMiB, like 1GiB or 1500MiB", lo>>20)
+	}
+	*dst = int64(f * float64(mult))
 	return nil
 }
 

@@ -28,20 +28,24 @@ func TestLoadDefaults(t *testing.T) {
 		wantDataDir = filepath.Join(home, ".local", "share", "wayfinder")
 	}
 	require.Equal(t, Config{
-		GRPCAddr:             "127.0.0.1:9090",
-		HTTPAddr:             "127.0.0.1:8080",
-		DatabaseURL:          "",
-		DataDir:              wantDataDir,
-		PGBin:                "",
-		PGUser:               "postgres",
-		Role:                 RoleAll,
-		Chromium:             "",
-		BrowserCapacity:      2,
-		AllowPrivateNetworks: false,
-		RunTimeout:           10 * time.Minute,
-		ShutdownTimeout:      30 * time.Second,
-		LogLevel:             "info",
-		LogFormat:            "json",
+		GRPCAddr:                  "127.0.0.1:9090",
+		HTTPAddr:                  "127.0.0.1:8080",
+		DatabaseURL:               "",
+		DataDir:                   wantDataDir,
+		PGBin:                     "",
+		PGUser:                    "postgres",
+		Role:                      RoleAll,
+		Chromium:                  "",
+		BrowserCapacity:           2,
+		BrowserContextsPerProcess: 4,
+		BrowserProcessPerRun:      false,
+		BrowserRecycleAfter:       100,
+		BrowserMemoryLimit:        2 << 30,
+		AllowPrivateNetworks:      false,
+		RunTimeout:                10 * time.Minute,
+		ShutdownTimeout:           30 * time.Second,
+		LogLevel:                  "info",
+		LogFormat:                 "json",
 	}, c)
 }
 
@@ -114,6 +118,24 @@ func TestLoadPrecedence(t *testing.T) {
 			},
 		},
 		{
+			name: "browser pool",
+			env:  map[string]string{"WAYFINDER_BROWSER_MEMORY_LIMIT": "1500MiB", "WAYFINDER_BROWSER_RECYCLE_AFTER": "7"},
+			args: []string{"-browser-process-per-run=true", "-browser-contexts-per-process=2"},
+			check: func(t *testing.T, c Config) {
+				require.Equal(t, int64(1500<<20), c.BrowserMemoryLimit)
+				require.Equal(t, 7, c.BrowserRecycleAfter)
+				require.True(t, c.BrowserProcessPerRun)
+				require.Equal(t, 2, c.BrowserContextsPerProcess)
+			},
+		},
+		{
+			name: "memory limit in decimal units",
+			env:  map[string]string{"WAYFINDER_BROWSER_MEMORY_LIMIT": "1.5GB"},
+			check: func(t *testing.T, c Config) {
+				require.Equal(t, int64(1_500_000_000), c.BrowserMemoryLimit)
+			},
+		},
+		{
 			name: "flag over default",
 			args: []string{"-browser-capacity=1", "-shutdown-timeout=0s"},
 			check: func(t *testing.T, c Config) {
@@ -158,6 +180,11 @@ func TestLoadInvalid(t *testing.T) {
 		{name: "capacity 0", env: map[string]string{"WAYFINDER_BROWSER_CAPACITY": "0"}, want: []string{"WAYFINDER_BROWSER_CAPACITY"}},
 		{name: "capacity 257", env: map[string]string{"WAYFINDER_BROWSER_CAPACITY": "257"}, want: []string{"WAYFINDER_BROWSER_CAPACITY"}},
 		{name: "capacity not a number", args: []string{"-browser-capacity=two"}, want: []string{"WAYFINDER_BROWSER_CAPACITY"}},
+		{name: "contexts per process 0", env: map[string]string{"WAYFINDER_BROWSER_CONTEXTS_PER_PROCESS": "0"}, want: []string{"WAYFINDER_BROWSER_CONTEXTS_PER_PROCESS"}},
+		{name: "recycle after 0", env: map[string]string{"WAYFINDER_BROWSER_RECYCLE_AFTER": "0"}, want: []string{"WAYFINDER_BROWSER_RECYCLE_AFTER"}},
+		{name: "memory limit tiny", env: map[string]string{"WAYFINDER_BROWSER_MEMORY_LIMIT": "1MiB"}, want: []string{"WAYFINDER_BROWSER_MEMORY_LIMIT"}},
+		{name: "memory limit unitless word", env: map[string]string{"WAYFINDER_BROWSER_MEMORY_LIMIT": "lots"}, want: []string{"WAYFINDER_BROWSER_MEMORY_LIMIT"}},
+		{name: "process per run maybe", env: map[string]string{"WAYFINDER_BROWSER_PROCESS_PER_RUN": "maybe"}, want: []string{"WAYFINDER_BROWSER_PROCESS_PER_RUN"}},
 		{name: "run timeout abc", env: map[string]string{"WAYFINDER_RUN_TIMEOUT": "abc"}, want: []string{"WAYFINDER_RUN_TIMEOUT"}},
 		{name: "run timeout too short", env: map[string]string{"WAYFINDER_RUN_TIMEOUT": "500ms"}, want: []string{"WAYFINDER_RUN_TIMEOUT"}},
 		{name: "run timeout too long", env: map[string]string{"WAYFINDER_RUN_TIMEOUT": "25h"}, want: []string{"WAYFINDER_RUN_TIMEOUT"}},

@@ -4,8 +4,16 @@ import "os"
 
 // chromiumFlags is the one place that decides how Chromium is started:
 // headless, quiet on a closed network (no background networking, component
-// updates, QUIC or first-run work), no downloads, and without the sandbox
-// when running as root (Chromium refuses to start otherwise).
+// updates, QUIC or first-run work), and without the sandbox when running as
+// root (Chromium refuses to start otherwise). Downloads are denied per
+// context when it is created (see cdpClient), since a flag cannot reach
+// incognito contexts.
+//
+// Site isolation is off (--disable-site-isolation-trials and the
+// IsolateOrigins and site-per-process features): cross-origin iframes then
+// live in their page's renderer and CDP session, which the snapshot relies
+// on to see into them; each run is still isolated from the others by its own
+// browser context.
 func chromiumFlags(userDataDir string) []string {
 	flags := []string{
 		"--headless=new",
@@ -24,7 +32,8 @@ func chromiumFlags(userDataDir string) []string {
 		"--disable-client-side-phishing-detection",
 		"--disable-default-apps",
 		"--disable-extensions",
-		"--disable-features=Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,InterestFeedContentSuggestions,CertificateTransparencyComponentUpdater",
+		"--disable-site-isolation-trials",
+		"--disable-features=IsolateOrigins,site-per-process,Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,InterestFeedContentSuggestions,CertificateTransparencyComponentUpdater",
 		"--disable-gpu",
 		"--disable-dev-shm-usage",
 		"--disable-background-timer-throttling",

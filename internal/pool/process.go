@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/go-rod/rod"
 )
 
 // userDataPrefix names the per-process directories, so a start can sweep the
@@ -22,14 +24,42 @@ const userDataPrefix = "wayfinder-chromium-"
 var devtoolsLine = regexp.MustCompile(`DevTools listening on (ws://\S+)`)
 
 // process is one Chromium process in its own process group with its own
-// user-data dir and TMPDIR.
+// user-data dir and TMPDIR, and the pool's bookkeeping of it.
 type process struct {
 	cmd     *exec.Cmd
 	dir     string
 	wsURL   string
 	exited  chan struct{}
 	exitErr error
+
+	// Set by Pool.startProcess once connected.
+	client  *cdpClient
+	browser *rod.Browser
+	// stopBrowser ends rod's event loop for this browser.
+	stopBrowser context.CancelFunc
+
+	// Guarded by Pool.mu.
+	state  procState
+	active int // leases open on it
+	runs   int // leases it ever served
+	leases map[*Lease]struct{}
+	memory groupMemory // last measured
 }
+
+// procState is where a process is in its life.
+type procState int
+
+const (
+	// stateReady: takes new leases.
+	stateReady procState = iota
+	// stateDraining: serves its open leases, takes no new ones, and is
+	// killed when the last one is released.
+	stateDraining
+	// stateDead: killed or crashed; its leases have failed.
+	stateDead
+)
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
 
 // launch starts Chromium and waits until it prints its DevTools endpoint.
 func launch(ctx context.Context, bin, workDir string) (*process, error) {
@@ -101,8 +131,15 @@ func launch(ctx context.Context, bin, workDir string) (*process, error) {
 	}
 }
 
-// kill ends the whole process group and removes the user-data dir.
+// kill ends the whole process group (SIGKILL ends a stopped process too),
+// reaps it and removes the user-data dir and TMPDIR.
 func (p *process) kill() {
+	if p.stopBrowser != nil {
+		p.stopBrowser()
+	}
+	if p.client != nil {
+		p.client.close()
+	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	select {
 	case <-p.exited:
@@ -123,15 +160,6 @@ func removeProcessDir(dir string) {
 		_ = os.RemoveAll(string(tmp))
 	}
 	_ = os.RemoveAll(dir)
-}
-
-func (p *process) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
 }
 
 // sweepStale removes user-data dirs under workDir left by a process that

@@ -131,6 +131,8 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if works {
 		browsers, err = pool.New(pool.Config{
 			Chromium: cfg.Chromium, Capacity: cfg.BrowserCapacity,
+			ContextsPerProcess: cfg.BrowserContextsPerProcess, ProcessPerRun: cfg.BrowserProcessPerRun,
+			RecycleAfter: cfg.BrowserRecycleAfter, MemoryLimit: cfg.BrowserMemoryLimit,
 			WorkDir: filepath.Join(cfg.DataDir, "browsers"), Logger: logger, Registerer: reg,
 		})
 		if err != nil {
