@@ -75,6 +75,10 @@ type Config struct {
 	// PingTimeout is how long a browser may take to answer a ping before it
 	// is declared hung. Default 5s.
 	PingTimeout time.Duration
+	// CreateTimeout is how long creating a context may take before the
+	// browser is pinged (and, when it does not answer, killed and the lease
+	// retried on another). Default 10s.
+	CreateTimeout time.Duration
 	// CloseTimeout is how long closing a released context may take before
 	// the browser is pinged (and killed when it does not answer). Default 5s.
 	CloseTimeout time.Duration
@@ -137,6 +141,7 @@ func New(cfg Config) (*Pool, error) {
 	}
 	defaultDuration(&cfg.HealthInterval, 10*time.Second)
 	defaultDuration(&cfg.PingTimeout, 5*time.Second)
+	defaultDuration(&cfg.CreateTimeout, 10*time.Second)
 	defaultDuration(&cfg.CloseTimeout, 5*time.Second)
 	defaultDuration(&cfg.LaunchTimeout, 30*time.Second)
 	if cfg.Logger == nil {
@@ -471,11 +476,21 @@ func (p *Pool) unreserve(proc *process) {
 	p.notifyLocked()
 }
 
-// open creates the lease's browser context on proc.
+// open creates the lease's browser context on proc, within CreateTimeout:
+// a browser that takes longer and does not answer a ping is hung.
 func (p *Pool) open(ctx context.Context, proc *process, opts browser.SessionOptions) (*Lease, error) {
 	var id proto.BrowserBrowserContextID
-	s, err := browser.NewSession(context.WithValue(ctx, contextIDKey{}, &id), proc.browser, opts)
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.CreateTimeout)
+	defer cancel()
+	s, err := browser.NewSession(context.WithValue(cctx, contextIDKey{}, &id), proc.browser, opts)
 	if err != nil {
+		if cctx.Err() != nil && ctx.Err() == nil {
+			if perr := p.ping(proc); perr != nil {
+				err = fmt.Errorf("%w: chromium (pid %d) does not answer after %s creating a context: %w",
+					browser.ErrBrowserGone, proc.pid(), p.cfg.CreateTimeout, perr)
+				p.fail(proc, reasonHang, err)
+			}
+		}
 		return nil, err
 	}
 	l := &Lease{pool: p, proc: proc, session: s, contextID: id, done: make(chan struct{})}

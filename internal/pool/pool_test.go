@@ -1,11 +1,13 @@
 package pool
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -222,6 +224,19 @@ func TestHungBrowserIsKilledAndReplaced(t *testing.T) {
 	fresh := lease(t, b.pool)
 	require.NotSame(t, hung, fresh.proc)
 	require.Equal(t, "cookies:", visit(t, fresh.Session(), cookieSite(t).URL+"/"))
+}
+
+func TestLeaseOnAHungBrowserMovesToAnother(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Capacity: 1, CreateTimeout: time.Second, PingTimeout: 500 * time.Millisecond})
+	hung := b.procs()[0]
+	require.NoError(t, syscall.Kill(-hung.pid(), syscall.SIGSTOP))
+
+	l := lease(t, b.pool) // no health loop: the lease itself notices
+	require.NotSame(t, hung, l.proc)
+	exited(t, hung)
+	require.Equal(t, 1.0, b.restarts(reasonHang))
+	require.Equal(t, "cookies:", visit(t, l.Session(), cookieSite(t).URL+"/"))
 }
 
 func TestRecycleAfterRuns(t *testing.T) {
@@ -509,6 +524,50 @@ func tmpdirsOf(t *testing.T, b *testBundle) []string {
 		}
 	}
 	return left
+}
+
+// TestKilledServerLeavesNoBrowser kills a process running a pool (this test
+// binary, re-executed) with SIGKILL: its browsers die with it, and the next
+// start removes what it left on disk.
+func TestKilledServerLeavesNoBrowser(t *testing.T) {
+	t.Parallel()
+	if dir := os.Getenv("WAYFINDER_POOL_TEST_SERVER"); dir != "" {
+		p, err := New(Config{Capacity: 2, ContextsPerProcess: 1, WorkDir: dir, HealthInterval: time.Hour})
+		require.NoError(t, err)
+		require.NoError(t, p.Start(context.Background()))
+		_, err = p.Lease(context.Background(), browser.SessionOptions{})
+		require.NoError(t, err)
+		fmt.Println("serving")
+		time.Sleep(time.Hour) // until killed
+	}
+	browserTests <- struct{}{}
+	t.Cleanup(func() { <-browserTests })
+	dir := t.TempDir()
+	server := exec.Command(os.Args[0], "-test.run=^TestKilledServerLeavesNoBrowser$")
+	server.Env = append(os.Environ(), "WAYFINDER_POOL_TEST_SERVER="+dir)
+	out, err := server.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, server.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, line, "serving")
+	require.NotEmpty(t, users(dir))
+
+	require.NoError(t, server.Process.Kill())
+	_ = server.Wait()
+	require.Eventually(t, func() bool { return len(users(dir)) == 0 }, time.Minute, 20*time.Millisecond,
+		"every Chromium process dies with the server")
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, left, 2, "the killed server's user-data dirs")
+
+	p, err := New(Config{Capacity: 1, WorkDir: dir, HealthInterval: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, p.Start(context.Background()))
+	p.Close()
+	left, err = os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, left, "the next start swept them")
 }
 
 func TestCloseAndSweepLeaveNoProcess(t *testing.T) {
