@@ -188,13 +188,15 @@ func (p *Pool) Start(ctx context.Context) error {
 		p.mu.Unlock()
 		return ErrClosed
 	}
-	n := p.target - p.starting - len(p.procs)
+	n := max(p.target-p.starting-len(p.procs), 0)
 	p.starting += n
-	p.mu.Unlock()
 	errs := make(chan error, n)
 	for range n {
-		go func() { errs <- p.launchOne(ctx) }()
+		// Counted in p.wg under p.mu like every launch, so Close waits
+		// for it.
+		p.wg.Go(func() { errs <- p.launchOne(ctx) })
 	}
+	p.mu.Unlock()
 	var all []error
 	for range n {
 		all = append(all, <-errs)

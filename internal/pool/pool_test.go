@@ -239,6 +239,16 @@ func TestLeaseOnAHungBrowserMovesToAnother(t *testing.T) {
 	require.Equal(t, "cookies:", visit(t, l.Session(), cookieSite(t).URL+"/"))
 }
 
+func TestHealthCheckMeasuresMemory(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Capacity: 1})
+	b.pool.checkHealth()
+	pss, rss := testutil.ToFloat64(b.pool.metrics.pss), testutil.ToFloat64(b.pool.metrics.rss)
+	require.Greater(t, pss, float64(50<<20), "an idle Chromium holds tens of MB at least")
+	require.Greater(t, rss, pss)
+	require.Equal(t, 0.0, b.restarts(reasonHang)+b.restarts(reasonRecycleMemory), "a healthy browser under the limit stays")
+}
+
 func TestRecycleAfterRuns(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Capacity: 1, RecycleAfter: 2})
@@ -296,6 +306,7 @@ func TestContextsArePackedPerProcess(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Capacity: 4, ContextsPerProcess: 2})
 	require.Len(t, b.procs(), 2, "warm processes for the whole capacity are ready at start")
+	require.Equal(t, 2.0, testutil.ToFloat64(b.pool.metrics.processes))
 	per := map[*process]int{}
 	for range 4 {
 		per[lease(t, b.pool).proc]++
