@@ -9,7 +9,10 @@ import (
 
 // Rect is a box in top-page CSS pixels (viewport coordinates).
 type Rect struct {
-	X, Y, Width, Height float64
+	X      float64 `json:"x"`
+	Y      float64 `json:"y"`
+	Width  float64 `json:"width"`
+	Height float64 `json:"height"`
 }
 
 // NodeRef is what a snapshot ref (@e0, @e1, ...) points at: the exact
