@@ -15,7 +15,8 @@ import (
 // It is built to cost few tokens: no box unless SnapshotOptions.Boxes
 // asked for it (a vision model gets the set-of-marks screenshot), a
 // context in brackets only where the role and name alone are ambiguous,
-// positive states only (no "enabled", "visible", "unchecked"), headings as
+// positive states only (no "enabled", "visible", "unchecked"), offscreen
+// elements listed after the visible ones under one marker, headings as
 // h1–h3, an empty name replaced by the element's id or class.
 func (s *Snapshot) Text() string {
 	var b strings.Builder
@@ -34,8 +35,20 @@ func (s *Snapshot) Text() string {
 	for _, e := range s.Elements {
 		dup[strings.ToLower(e.Role+"\x00"+e.Name)]++
 	}
-	for _, e := range s.Elements {
-		s.writeElement(&b, e, dup[strings.ToLower(e.Role+"\x00"+e.Name)] > 1)
+	// Elements outside the viewport follow under one marker rather than
+	// each carrying the word.
+	for _, offscreen := range []bool{false, true} {
+		marked := false
+		for _, e := range s.Elements {
+			if hasState(e, "offscreen") != offscreen {
+				continue
+			}
+			if offscreen && !marked {
+				b.WriteString("offscreen (scroll to reach):\n")
+				marked = true
+			}
+			s.writeElement(&b, e, dup[strings.ToLower(e.Role+"\x00"+e.Name)] > 1)
+		}
 	}
 
 	shown := len(s.Elements)
@@ -97,10 +110,22 @@ func (s *Snapshot) writeElement(b *strings.Builder, e Element, ambiguous bool) {
 		fmt.Fprintf(b, " (%d,%d %dx%d)", px(e.Box.X), px(e.Box.Y), px(e.Box.Width), px(e.Box.Height))
 	}
 	for _, st := range e.State {
+		if st == "offscreen" {
+			continue
+		}
 		b.WriteByte(' ')
 		b.WriteString(st)
 	}
 	b.WriteByte('\n')
+}
+
+func hasState(e Element, state string) bool {
+	for _, s := range e.State {
+		if s == state {
+			return true
+		}
+	}
+	return false
 }
 
 func px(v float64) int { return int(math.Round(v)) }

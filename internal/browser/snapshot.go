@@ -241,6 +241,7 @@ func (pg *Page) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot, 
 	}
 	b := newBuilder(docs, snap.Viewport, opts)
 	b.collect()
+	b.dropInert(pg.modalDialogs(ctx, b.openDialogs(), opts.AXTimeout))
 	degraded := b.unreachableFrames()
 	page := b.choose(snap, func(c *candidate) bool { return focus != 0 && c.doc.backend[c.node] == focus })
 	axFailed := pg.describe(ctx, page, opts.AXTimeout)
@@ -321,6 +322,40 @@ func (pg *Page) describe(ctx context.Context, page []*candidate, timeout time.Du
 		return fmt.Errorf("no answer within %s", timeout)
 	}
 	return firstErr
+}
+
+// modalDialogs keeps the dialogs that are modal (opened with
+// showModal(), which makes the rest of their document inert). Markup
+// cannot tell, the accessibility node can; a dialog whose node cannot be
+// read is taken as not modal.
+func (pg *Page) modalDialogs(ctx context.Context, dialogs []docNode, timeout time.Duration) []docNode {
+	if len(dialogs) == 0 {
+		return nil
+	}
+	axCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	p := pg.p.Context(axCtx)
+	modal := make([]bool, len(dialogs))
+	var wg sync.WaitGroup
+	for k, dn := range dialogs {
+		id := dn.doc.backend[dn.node]
+		wg.Go(func() {
+			res, err := proto.AccessibilityGetPartialAXTree{BackendNodeID: id}.Call(p)
+			if err == nil {
+				if a := newAXIndex(res.Nodes)[id]; a != nil {
+					modal[k] = a.modal
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var out []docNode
+	for k, dn := range dialogs {
+		if modal[k] {
+			out = append(out, dn)
+		}
+	}
+	return out
 }
 
 // focusJS finds the focused element through open shadow roots and

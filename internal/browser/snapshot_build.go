@@ -183,9 +183,19 @@ func (b *builder) consider(d *domDoc, i int, inControl, hidden bool) *candidate 
 	if emptyRoles[c.role] {
 		c.role = "clickable"
 	}
-	c.name = domName(d, i, b)
-	if c.name == "" && (c.role == "alert" || c.role == "alertdialog") {
+	c.name = domName(d, i, c.role, b)
+	switch {
+	case c.name != "":
+	case c.role == "alert":
 		c.name = d.text(i, 200, nil)
+	case c.role == "dialog" || c.role == "alertdialog":
+		// What an unnamed dialog is about: its heading, else its text
+		// without its buttons.
+		if h := d.findDescendant(i, func(n int) bool { r, _ := domRole(d, n); return r == "heading" }); h >= 0 {
+			c.name = d.text(h, 80, nil)
+		} else {
+			c.name = d.text(i, 80, isControl(d))
+		}
 	}
 	b.domStates(c)
 	if d.name[i] == "LABEL" && !b.labelStandsIn(c) {
@@ -511,6 +521,65 @@ func (b *builder) domStates(c *candidate) {
 	if _, ok := d.attr(i, "readonly"); ok {
 		c.states = append(c.states, "readonly")
 	}
+}
+
+// openDialogs returns the open <dialog> elements, which may be modal.
+func (b *builder) openDialogs() []docNode {
+	var out []docNode
+	for _, d := range b.docs {
+		if !d.originOK {
+			continue
+		}
+		for i := range d.nodeType {
+			if d.isElement(i) && d.name[i] == "DIALOG" && d.layout[i] >= 0 {
+				if _, open := d.attr(i, "open"); open {
+					out = append(out, docNode{d, i})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// docNode is one node of one document.
+type docNode struct {
+	doc  *domDoc
+	node int
+}
+
+// dropInert removes candidates a modal dialog makes inert: everything of
+// the dialog's document (and of the frames in it) outside the dialog.
+func (b *builder) dropInert(modals []docNode) {
+	if len(modals) == 0 {
+		return
+	}
+	out := b.cands[:0]
+	for _, c := range b.cands {
+		inert := false
+		for _, m := range modals {
+			if b.outsideModal(c, m) {
+				inert = true
+				break
+			}
+		}
+		if !inert {
+			out = append(out, c)
+		}
+	}
+	b.cands = out
+}
+
+// outsideModal reports whether c lies in m's document (or a frame within
+// it) but outside the dialog m.
+func (b *builder) outsideModal(c *candidate, m docNode) bool {
+	d, n := c.doc, c.node
+	for d != m.doc {
+		if d.ownerDoc < 0 {
+			return false // another document tree: m does not reach it
+		}
+		d, n = b.docs[d.ownerDoc], d.owner
+	}
+	return n != m.node && !d.ancestor(m.node, n)
 }
 
 // dropWrappers removes clickable elements that hold interactive ones (a

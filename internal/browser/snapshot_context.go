@@ -75,8 +75,9 @@ func domRole(d *domDoc, i int) (string, int) {
 }
 
 // domName approximates the accessible name from markup: aria-label, a
-// label, a button input's value, the text, title, placeholder, alt.
-func domName(d *domDoc, i int, b *builder) string {
+// label, a button input's value, the text (for roles named by their
+// content), title, placeholder, alt.
+func domName(d *domDoc, i int, role string, b *builder) string {
 	if v, _ := d.attr(i, "aria-label"); strings.TrimSpace(v) != "" {
 		return collapse(v)
 	}
@@ -117,8 +118,10 @@ func domName(d *domDoc, i int, b *builder) string {
 				}
 			}
 		}
-	} else if s := d.text(i, 200, nil); s != "" {
-		return s
+	} else if nameFromContent(role) {
+		if s := d.text(i, 200, nil); s != "" {
+			return s
+		}
 	}
 	for _, a := range []string{"title", "placeholder", "alt"} {
 		if v, _ := d.attr(i, a); strings.TrimSpace(v) != "" {
@@ -131,6 +134,17 @@ func domName(d *domDoc, i int, b *builder) string {
 		}
 	}
 	return ""
+}
+
+// nameFromContent reports whether a role takes its name from its text
+// (ARIA's "name from content"); a dialog or a listbox does not.
+func nameFromContent(role string) bool {
+	switch role {
+	case "dialog", "alertdialog", "region", "listbox", "combobox", "textbox", "searchbox",
+		"spinbutton", "slider", "alert":
+		return false
+	}
+	return true
 }
 
 // hintOf names an element that has no accessible name by its id or class,

@@ -179,8 +179,9 @@ func TestSnapshotFormRefsValuesAndJSON(t *testing.T) {
 		} {
 			require.Contains(t, text, want)
 		}
+		require.Regexp(t, `\n@e\d+ button "Reset"\noffscreen \(scroll to reach\):\n@e\d+ link "Sign in instead"\n`, text)
 		plain := snapshot(t, page, browser.SnapshotOptions{}).Text()
-		for _, unwanted := range []string{"enabled", "unchecked", "visible", "(336,", "bbox", "html:"} {
+		for _, unwanted := range []string{"enabled", "unchecked", "visible", "(336,", "bbox", "html:", "Sign in instead\" offscreen"} {
 			require.NotContains(t, plain, unwanted)
 		}
 		withBoxes := snapshot(t, page, browser.SnapshotOptions{Boxes: true}).Text()
@@ -500,6 +501,26 @@ func TestSnapshotCoveredElements(t *testing.T) {
 	open := snapshot(t, page, browser.SnapshotOptions{})
 	require.Zero(t, open.Covered)
 	mustFind(t, open, "button", "Read more")
+}
+
+func TestSnapshotModalDialog(t *testing.T) {
+	t.Parallel()
+	page, _ := fixturePage(t, "modal.html")
+	s := snapshot(t, page, browser.SnapshotOptions{})
+	// showModal() makes the rest of the page inert, without any backdrop
+	// element to cover it.
+	require.Nil(t, find(s, "button", "Rename project"), s.Text())
+	require.Nil(t, find(s, "link", "All projects"))
+	dialog := mustFind(t, s, "dialog", "Delete this project?")
+	require.Equal(t, "confirm|DIALOG", resolve(t, page, s, dialog.Ref))
+	mustFind(t, s, "button", "Delete")
+	require.Equal(t, mustFind(t, s, "button", "Delete").Ref, s.Focused)
+
+	eval(t, page, `() => { const d = document.getElementById("confirm"); d.close(); d.show(); }`)
+	s = snapshot(t, page, browser.SnapshotOptions{})
+	mustFind(t, s, "button", "Rename project")
+	mustFind(t, s, "dialog", "Delete this project?")
+	mustFind(t, s, "button", "Cancel")
 }
 
 func TestSnapshotLargePage(t *testing.T) {
