@@ -415,10 +415,12 @@ func placeFrames(docs []*domDoc, contentBoxes map[int]Rect) {
 		}
 		if r, ok := contentBoxes[d.index]; ok {
 			d.originX, d.originY, d.originOK = r.X, r.Y, true
+			d.viewW, d.viewH = r.Width, r.Height
 			continue
 		}
 		if r, ok := docs[d.ownerDoc].box(d.owner); ok {
 			d.originX, d.originY, d.originOK = r.X, r.Y, true
+			d.viewW, d.viewH = r.Width, r.Height
 		}
 	}
 }

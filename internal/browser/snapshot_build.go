@@ -84,39 +84,80 @@ func newBuilder(docs []*domDoc, vp ViewportInfo, opts SnapshotOptions) *builder 
 // collect walks every document in document order (a frame's document at
 // its iframe) and gathers the qualifying elements.
 func (b *builder) collect() {
-	b.walk(b.docs[0], 0, false, false)
+	b.walk(b.docs[0], 0, walkState{clip: everywhere, docClip: everywhere})
 	b.dropWrappers()
 	b.markCovered()
 }
 
-// walk visits node i. inControl: an ancestor is an interactive element;
-// hidden: an ancestor is aria-hidden.
-func (b *builder) walk(d *domDoc, i int, inControl, hidden bool) {
+// everywhere is the clip of the top document: page scrolling reaches all
+// of it.
+var everywhere = Rect{X: -1e9, Y: -1e9, Width: 2e9, Height: 2e9}
+
+// walkState is what a node inherits from its ancestors.
+type walkState struct {
+	inControl bool // an ancestor is an interactive element
+	hidden    bool // an ancestor is aria-hidden
+	// clip is the area the ancestors' overflow and the frames' viewports
+	// let show, in top-page coordinates; docClip is the document's own
+	// (what a position:fixed element is clipped to).
+	clip, docClip Rect
+}
+
+func (b *builder) walk(d *domDoc, i int, st walkState) {
 	if d.isElement(i) {
 		if _, inert := d.attr(i, "inert"); inert {
 			return
 		}
 		if v, _ := d.attr(i, "aria-hidden"); v == "true" {
-			hidden = true
+			st.hidden = true
 		}
-		c := b.consider(d, i, inControl, hidden)
+		if d.style(i, stylePosition) == "fixed" {
+			st.clip = st.docClip
+		}
+		c := b.consider(d, i, st)
 		if c != nil {
 			b.cands = append(b.cands, c)
 			if c.kind == kindInteractive {
-				inControl = true
+				st.inControl = true
 			}
 		}
 		if child, ok := d.contentDoc[i]; ok && child > 0 && child < len(b.docs) {
 			if cd := b.docs[child]; cd.originOK && d.rendered(i) {
-				b.walk(cd, 0, false, false)
+				frame := intersect(st.clip, Rect{X: cd.originX, Y: cd.originY, Width: cd.viewW, Height: cd.viewH})
+				b.walk(cd, 0, walkState{clip: frame, docClip: frame})
 			}
 		} else if d.name[i] == "IFRAME" || d.name[i] == "FRAME" {
 			b.noteUnreachable(d, i)
 		}
+		if clips(d.style(i, styleOverflow)) && d.name[i] != "HTML" && d.name[i] != "BODY" {
+			if r, ok := d.box(i); ok {
+				st.clip = intersect(st.clip, r)
+			}
+		}
 	}
 	for _, c := range d.children[i] {
-		b.walk(d, c, inControl, hidden)
+		b.walk(d, c, st)
 	}
+}
+
+// clips reports whether a computed overflow ("hidden", "auto scroll", ...)
+// clips the element's descendants.
+func clips(overflow string) bool {
+	for _, v := range strings.Fields(overflow) {
+		if v != "visible" {
+			return true
+		}
+	}
+	return false
+}
+
+func intersect(a, b Rect) Rect {
+	x0, y0 := max(a.X, b.X), max(a.Y, b.Y)
+	x1, y1 := min(a.X+a.Width, b.X+b.Width), min(a.Y+a.Height, b.Y+b.Height)
+	if x1 <= x0 || y1 <= y0 {
+		return Rect{X: x0, Y: y0}
+	}
+	return Rect{X: x0, Y: y0, Width: x1 - x0, Height: y1 - y0}
 }
 
 // noteUnreachable records a rendered iframe whose document is not in the
@@ -144,7 +185,7 @@ func (b *builder) unreachableFrames() []string { return b.unreachable }
 // consider decides whether element i qualifies (seed 002 §1.3.2, plus
 // visible controls that pages mark up badly) and describes it from the
 // DOM; the accessibility tree refines the listed ones later.
-func (b *builder) consider(d *domDoc, i int, inControl, hidden bool) *candidate {
+func (b *builder) consider(d *domDoc, i int, st walkState) *candidate {
 	switch d.name[i] {
 	case "HTML", "BODY", "HEAD", "IFRAME", "FRAME", "SCRIPT", "STYLE", "TEMPLATE", "OPTGROUP":
 		return nil
@@ -156,7 +197,7 @@ func (b *builder) consider(d *domDoc, i int, inControl, hidden bool) *candidate 
 	c.role, c.level = domRole(d, i)
 	focusable := d.keyboardFocusable(i)
 	switch {
-	case hidden:
+	case st.hidden:
 		// A wrapper wrongly aria-hidden still shows its controls and lets
 		// the keyboard reach them; anything else under it is hidden.
 		if !focusable {
@@ -175,7 +216,7 @@ func (b *builder) consider(d *domDoc, i int, inControl, hidden bool) *candidate 
 		c.kind = kindLandmark
 	case focusable:
 		c.kind = kindInteractive
-	case !inControl && b.looksClickable(d, i):
+	case !st.inControl && b.looksClickable(d, i):
 		c.kind = kindClickable
 	default:
 		return nil
@@ -209,12 +250,24 @@ func (b *builder) consider(d *domDoc, i int, inControl, hidden bool) *candidate 
 		}
 	}
 	// Parked far left or above the page (skip links, off-canvas menus):
-	// no scroll reaches it.
-	if l := d.layout[i]; d.bounds[l].X+d.bounds[l].Width <= 0 || d.bounds[l].Y+d.bounds[l].Height <= 0 {
+	// no scroll reaches it. Inside a scroll container it is only scrolled
+	// away.
+	if l := d.layout[i]; st.clip == st.docClip && (d.bounds[l].X+d.bounds[l].Width <= 0 || d.bounds[l].Y+d.bounds[l].Height <= 0) {
 		return nil
 	}
 	c.box = box
-	c.vis = visibility(box, b.vp)
+	// Scrolled away inside a scroll container or a frame counts as
+	// offscreen: it takes a scroll to reach.
+	shown := intersect(box, st.clip)
+	switch {
+	case shown.Width <= 0 || shown.Height <= 0:
+		c.vis = 2
+	default:
+		c.vis = visibility(shown, b.vp)
+		if c.vis == 0 && shown != box {
+			c.vis = 1
+		}
+	}
 	if c.vis == 2 {
 		if b.opts.ViewportOnly {
 			return nil

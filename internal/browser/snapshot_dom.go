@@ -8,12 +8,14 @@ import (
 )
 
 // Computed styles requested from DOMSnapshot.captureSnapshot, in this order.
-var snapshotStyles = []string{"visibility", "cursor", "pointer-events"}
+var snapshotStyles = []string{"visibility", "cursor", "pointer-events", "overflow", "position"}
 
 const (
 	styleVisibility = iota
 	styleCursor
 	stylePointerEvents
+	styleOverflow
+	stylePosition
 )
 
 // DOM node types used by the walks.
@@ -41,6 +43,9 @@ type domDoc struct {
 	// document's boxes are unknown and it is skipped).
 	originX, originY float64
 	originOK         bool
+	// viewW/H is the frame's viewport (its owner's content box); unset
+	// for the top document.
+	viewW, viewH float64
 	// owner is the iframe element (in ownerDoc) holding this document; -1
 	// for the top document.
 	ownerDoc, owner int

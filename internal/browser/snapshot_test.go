@@ -523,6 +523,26 @@ func TestSnapshotModalDialog(t *testing.T) {
 	mustFind(t, s, "button", "Cancel")
 }
 
+func TestSnapshotScrollContainers(t *testing.T) {
+	t.Parallel()
+	page, _ := fixturePage(t, "scroller.html")
+	s := snapshot(t, page, browser.SnapshotOptions{})
+	// The folder list shows 10 of its 30 links; the rest sit inside the
+	// viewport's coordinates but need the list scrolled.
+	require.NotContains(t, mustFind(t, s, "link", "Folder 1").State, "offscreen")
+	require.NotContains(t, mustFind(t, s, "link", "Folder 10").State, "offscreen")
+	hidden := mustFind(t, s, "link", "Folder 20")
+	require.Contains(t, hidden.State, "offscreen")
+	require.Less(t, hidden.Box.Y, 800.0)
+	// A fixed button escapes its clipping parent.
+	require.NotContains(t, mustFind(t, s, "button", "Compose").State, "offscreen")
+
+	eval(t, page, `() => { document.getElementById("folders").scrollTop = 600; }`)
+	s = snapshot(t, page, browser.SnapshotOptions{})
+	require.NotContains(t, mustFind(t, s, "link", "Folder 25").State, "offscreen")
+	require.Contains(t, mustFind(t, s, "link", "Folder 1").State, "offscreen")
+}
+
 func TestSnapshotLargePage(t *testing.T) {
 	t.Parallel()
 	page, _ := fixturePage(t, "big.html")
