@@ -60,11 +60,12 @@ func serverBinary(t *testing.T) string {
 
 // testServer is an in-process Wayfinder.
 type testServer struct {
-	addrs  server.Addrs
-	client wfv1.RunServiceClient
-	conn   *grpc.ClientConn
-	cancel context.CancelFunc
-	done   chan error
+	addrs   server.Addrs
+	dataDir string
+	client  wfv1.RunServiceClient
+	conn    *grpc.ClientConn
+	cancel  context.CancelFunc
+	done    chan error
 }
 
 type serverOpts struct {
@@ -99,7 +100,7 @@ func startServer(t *testing.T, dbURL string, o serverOpts) *testServer {
 	t.Helper()
 	cfg := testConfig(t, dbURL, o)
 	ctx, cancel := context.WithCancel(context.Background())
-	ts := &testServer{cancel: cancel, done: make(chan error, 1)}
+	ts := &testServer{cancel: cancel, done: make(chan error, 1), dataDir: cfg.DataDir}
 	ready := make(chan server.Addrs, 1)
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	go func() {

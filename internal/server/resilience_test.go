@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,4 +195,35 @@ func processesUsing(dir string) []string {
 		}
 	}
 	return pids
+}
+
+// TestBrowserCrashEndsRunCleanly kills the browser under a running run: the
+// run ends ERROR/BROWSER_CRASH at once, and the worker serves the next run
+// on a replacement browser.
+func TestBrowserCrashEndsRunCleanly(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, storetest.NewDB(t), serverOpts{})
+	s := newSite(t)
+	s.stalls.Store(1)
+	ctx := context.Background()
+	run, err := ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: params(s.URL + "/stall")})
+	require.NoError(t, err)
+	waitForEvent(t, ts.client, run.Id, wfv1.RunEventType_RUN_EVENT_TYPE_STEP_STARTED)
+	requireEventually(t, func() bool { return s.hits.Load() > 0 }, "the browser requested the page")
+
+	for _, pid := range processesUsing(filepath.Join(ts.dataDir, "browsers")) {
+		var n int
+		if _, err := fmt.Sscan(pid, &n); err == nil {
+			_ = syscall.Kill(n, syscall.SIGKILL)
+		}
+	}
+	evs := collectEvents(t, ts.client, run.Id, 0)
+	final := evs[len(evs)-1].GetRun()
+	require.Equal(t, wfv1.RunStatus_RUN_STATUS_ERROR, final.Status)
+	require.Equal(t, wfv1.ErrorCategory_ERROR_CATEGORY_BROWSER_CRASH, final.Error.Category, final.Error.Message)
+
+	next, err := ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: params(s.URL + "/")})
+	require.NoError(t, err)
+	evs = collectEvents(t, ts.client, next.Id, 0)
+	require.Equal(t, wfv1.RunStatus_RUN_STATUS_COMPLETED, evs[len(evs)-1].GetRun().Status)
 }

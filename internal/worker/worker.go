@@ -131,13 +131,34 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 	}
 	defer lease.Release()
 
+	// The run stops at once when its browser dies, not at its next call.
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() {
+		select {
+		case <-lease.Done():
+			stop(lease.Err())
+		case <-runCtx.Done():
+		}
+	}()
+
 	sink := &sink{store: w.cfg.Store, runID: run.Id, tracer: w.cfg.Tracer, metrics: w.cfg.Metrics}
-	res, err := w.cfg.Runner.Run(ctx, lease.Session(), params, sink)
+	res, err := w.cfg.Runner.Run(runCtx, lease.Session(), params, sink)
 	if err != nil {
 		return nil, err
 	}
-	if res.Status == runner.StatusInterrupted || ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return w.interrupted(ctx, run, log)
+	}
+	if cause := context.Cause(runCtx); res.Status == runner.StatusInterrupted && errors.Is(cause, browser.ErrBrowserGone) {
+		log.WarnContext(ctx, "browser died under the run", "error", cause)
+		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{
+			Status: wfv1.RunStatus_RUN_STATUS_ERROR,
+			Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_BROWSER_CRASH, Message: cause.Error()},
+		})
+	}
+	if res.Status == runner.StatusInterrupted {
+		return nil, fmt.Errorf("run interrupted without a cause: %w", context.Cause(runCtx))
 	}
 	return w.cfg.Store.FinishRun(bg, run.Id, outcome(res))
 }
