@@ -27,7 +27,8 @@ var (
 // Session is an isolated (incognito) browser context: cookies, storage and
 // cache are its own.
 type Session struct {
-	b *rod.Browser
+	b    *rod.Browser
+	tabs *tabTracker
 }
 
 // SessionOptions configure a new browser context.
@@ -56,11 +57,12 @@ func NewSession(ctx context.Context, b *rod.Browser, opts SessionOptions) (*Sess
 	}
 	inc := *b
 	inc.BrowserContextID = res.BrowserContextID
-	return &Session{b: &inc}, nil
+	return &Session{b: &inc, tabs: newTabTracker(&inc)}, nil
 }
 
 // Close disposes of the context and every page in it.
 func (s *Session) Close(ctx context.Context) error {
+	defer s.tabs.stop()
 	return s.b.Context(ctx).Close()
 }
 
@@ -80,6 +82,7 @@ type PageOptions struct {
 type Page struct {
 	p    *rod.Page
 	refs refTable
+	tab  *pageTab
 }
 
 // NewPage opens a blank page with the given emulation settings.
@@ -119,7 +122,11 @@ func (s *Session) NewPage(ctx context.Context, opts PageOptions) (*Page, error) 
 			return nil, classify(fmt.Errorf("set timezone %q: %w", opts.Timezone, err))
 		}
 	}
-	return &Page{p: p}, nil
+	pg := &Page{p: p}
+	if err := s.tabs.adopt(ctx, pg, opts, ""); err != nil {
+		return nil, err
+	}
+	return pg, nil
 }
 
 // Navigate opens url and waits for its load event, at most timeout.
