@@ -177,7 +177,7 @@ func renderPages(b *strings.Builder, r *Report) {
 		{"Snapshot size: characters", "characters", func(s SideResult) Summary { return s.SnapshotChars }, "snapshot", thousands, ""},
 		{"Snapshot latency", "ms", func(s SideResult) Summary { return s.Snapshot }, "snapshot", millis, ""},
 		{"Action to settled (click)", "ms", func(s SideResult) Summary { return s.Action }, "action", millis,
-			"From sending the click to the driver reporting the page settled (Wayfinder's result includes its fresh snapshot)."},
+			"From sending the click to the driver reporting the page settled."},
 		{"Screenshot latency (capture and PNG encode)", "ms", func(s SideResult) Summary { return s.Screenshot }, "screenshot", millis, ""},
 		{"Screenshot size", "bytes", func(s SideResult) Summary { return s.ScreenshotBytes }, "screenshot", bytesIEC64, ""},
 		{"Step: snapshot + screenshot + click", "ms", func(s SideResult) Summary { return s.Step }, "step", millis,
@@ -211,7 +211,6 @@ func renderOverhead(b *strings.Builder, r *Report) {
 	b.WriteString("\n## Pool and memory\n\n")
 	rows := [][]string{
 		{"pool lease (new incognito context, warm browser), ms", summaryCell(r.Pool.Lease, millis), "— (one browser per session; see cold start)"},
-		{"pool release (close the context), ms", summaryCell(r.Pool.Release, millis), "—"},
 	}
 	m := r.Memory
 	if m.Contexts > 0 {

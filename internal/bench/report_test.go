@@ -31,7 +31,7 @@ func sampleReport() *Report {
 				Ours: full(1800, 2100, 300), Theirs: full(99000, 99500, 3000)},
 		},
 		Tools:   ToolsResult{TheirsCount: 25, TheirsTokens: 3782, TheirsChars: 17631, OursNote: "not yet defined (issue 4)"},
-		Pool:    PoolResult{Lease: measured(6, 7), Release: measured(4.5, 7.2)},
+		Pool:    PoolResult{Lease: measured(6, 7)},
 		Memory:  MemoryResult{OursBrowser: 392 << 20, OursPerContext: 48 << 20, Contexts: 4, TheirsSession: 602 << 20},
 		Startup: StartupResult{OursLaunch: 633 * time.Millisecond, OursFirstLease: 432 * time.Millisecond, TheirsConnect: 1128 * time.Millisecond, TheirsFirstNavigate: 1442 * time.Millisecond},
 	}

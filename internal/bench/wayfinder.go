@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/wayfinder/wayfinder/internal/browser"
@@ -10,23 +12,55 @@ import (
 // navigationTimeout bounds every page load of the benchmark.
 const navigationTimeout = 30 * time.Second
 
-// wayfinderDriver drives one Wayfinder page (internal/browser).
+// wayfinderDriver drives one Wayfinder page (internal/browser) with the
+// defaults the agent gets: a default snapshot (at most 100 elements by
+// priority) rendered as text, a PNG of the viewport.
 type wayfinderDriver struct {
 	page *browser.Page
+	last *browser.Snapshot
 }
 
 func (d *wayfinderDriver) open(ctx context.Context, url string) error {
+	d.last = nil
 	return d.page.Navigate(ctx, url, navigationTimeout)
 }
 
-func (d *wayfinderDriver) snapshot(context.Context) (string, error) {
-	return "", pendingf("browser.Page.Snapshot is not built yet")
+// snapshot times the whole of what the model's text costs: reading the
+// page and rendering it.
+func (d *wayfinderDriver) snapshot(ctx context.Context) (string, error) {
+	snap, err := d.page.Snapshot(ctx, browser.SnapshotOptions{})
+	if err != nil {
+		return "", err
+	}
+	d.last = snap
+	return snap.Text(), nil
 }
 
 func (d *wayfinderDriver) screenshot(ctx context.Context) ([]byte, error) {
-	return d.page.Screenshot(ctx)
+	img, err := d.page.Capture(ctx, browser.ScreenshotOptions{Format: browser.FormatPNG})
+	if err != nil {
+		return nil, err
+	}
+	return img.Data, nil
 }
 
-func (d *wayfinderDriver) click(context.Context, Target) error {
+func (d *wayfinderDriver) click(_ context.Context, t Target) error {
+	if _, err := findElement(d.last, t); err != nil {
+		return err
+	}
 	return pendingf("browser.Page.Do is not built yet")
+}
+
+// findElement returns the ref of the first element of snap with t's role
+// and name.
+func findElement(snap *browser.Snapshot, t Target) (string, error) {
+	if snap == nil {
+		return "", errors.New("no snapshot taken on this page")
+	}
+	for _, e := range snap.Elements {
+		if e.Role == t.Role && e.Name == t.Name {
+			return e.Ref, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s (%d of %d elements listed)", errNoTarget, t, len(snap.Elements), snap.Total)
 }
