@@ -8,7 +8,8 @@ import (
 )
 
 // Text renders the snapshot for the model: a short header (page, viewport,
-// focus, dialog, tabs) and one line per element, e.g.
+// dialogs answered, tabs when there are several, focus) and one line per
+// element, e.g.
 //
 //	@e3 button "Delete" [Alice Smith] disabled
 //
@@ -24,6 +25,24 @@ func (s *Snapshot) Text() string {
 	fmt.Fprintf(&b, "page: %s %s\n", strconv.Quote(s.Page.Title), s.Page.URL)
 	v := s.Viewport
 	fmt.Fprintf(&b, "viewport: %dx%d scroll %d,%d of %dx%d\n", px(v.Width), px(v.Height), px(v.ScrollX), px(v.ScrollY), px(v.ContentWidth), px(v.ContentHeight))
+	for _, d := range s.Dialogs {
+		answer := "dismissed"
+		if d.Accepted {
+			answer = "accepted"
+		}
+		fmt.Fprintf(&b, "js %s %s: %s\n", d.Type, strconv.Quote(truncate(d.Message, 200)), answer)
+	}
+	if len(s.Tabs) > 1 {
+		b.WriteString("tabs:")
+		for _, t := range s.Tabs {
+			mark := ""
+			if t.Active {
+				mark = "*"
+			}
+			fmt.Fprintf(&b, " %s%s %s;", t.ID, mark, strconv.Quote(truncate(t.Title, 40)))
+		}
+		b.WriteByte('\n')
+	}
 	if s.Focused != "" {
 		fmt.Fprintf(&b, "focus: %s\n", s.Focused)
 	}

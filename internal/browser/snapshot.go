@@ -102,6 +102,12 @@ type Snapshot struct {
 	Covered int `json:"covered,omitempty"`
 	// Filter echoes SnapshotOptions.Filter.
 	Filter string `json:"filter,omitempty"`
+	// Tabs lists the session's open tabs; Dialogs, the JavaScript dialogs
+	// answered since the model last saw the page, is filled by the caller
+	// from the actions' results (Page.Snapshot leaves it empty, as taking
+	// them would hide them from the action that reports them).
+	Tabs    []TabInfo     `json:"tabs,omitempty"`
+	Dialogs []DialogEvent `json:"dialogs,omitempty"`
 	// VisibleText and HTML are the extras of SnapshotOptions.
 	VisibleText string `json:"visible_text,omitempty"`
 	HTML        string `json:"html,omitempty"`
@@ -249,6 +255,9 @@ func (pg *Page) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot, 
 		degraded = append(degraded, fmt.Sprintf("accessibility tree unavailable (%v): roles and names derived from the DOM, screenshot and HTML attached", axFailed))
 	}
 	pg.refs.storeRefs(snap.ID, b.fill(snap, page))
+	if pg.tab != nil {
+		snap.Tabs = pg.Tabs()
+	}
 
 	if opts.VisibleText {
 		snap.VisibleText = visibleText(docs, snap.Viewport, opts.MaxTextChars)

@@ -63,7 +63,7 @@ func snapshot(t testing.TB, page *browser.Page, opts browser.SnapshotOptions) *b
 	return s
 }
 
-// benchNavTimeout bounds fixture page loads in benchmarks.
+// benchNavTimeout bounds fixture page loads outside newPage.
 const benchNavTimeout = 20 * time.Second
 
 // benchSession leases a browser context for a benchmark (newSession takes
