@@ -4,9 +4,11 @@
 // Each run gets its own forward proxy ([Start]) and its Chromium context is
 // created with that proxy (browser.SessionOptions.ProxyServer, with the
 // bypass list "<-loopback>" so that loopback goes through it too). Every
-// plain-HTTP request and websocket handshake, and every CONNECT tunnel
-// (https, wss) of the context then passes the proxy: navigations, redirect
-// hops, subresources, fetch/XHR, form posts, popups and iframes alike.
+// plain-HTTP request and every CONNECT tunnel of the context then passes
+// the proxy: navigations, redirect hops, subresources, fetch/XHR, form
+// posts, popups and iframes alike. Chromium tunnels every websocket (ws://
+// as well as wss://) and every https request through CONNECT; the proxy
+// also forwards plain-HTTP Upgrade requests, which other clients send.
 //
 // For each request the proxy applies the run's [guard.Policy] (the one
 // implementation of what allowed and blocked domains, schemes and private
@@ -16,7 +18,10 @@
 // connection (DNS rebinding) cannot reach a private address. When the policy
 // has no need for the addresses (private networks allowed, or the host named
 // explicitly), the proxy resolves the name itself and any answer is
-// acceptable.
+// acceptable. Answers are cached per proxy for Config.DNSCacheTTL (as the
+// browser's own host cache would have done); the cached answer is both
+// checked and dialed, so the cache pins addresses rather than loosening
+// anything.
 //
 // A refused plain-HTTP request gets 403 with a short text body naming the
 // reason and an X-Wayfinder-Blocked header; a refused tunnel gets 403 to its

@@ -118,13 +118,18 @@ type bundle struct {
 }
 
 // setup starts a proxy for the policy (allowed, blocked) with a fake
-// resolver and a recording dialer, closed when t ends.
-func setup(t *testing.T, allowed, blocked []string, answers map[string][]string) *bundle {
+// resolver and a recording dialer, closed when t ends. opts adjust the
+// configuration.
+func setup(t *testing.T, allowed, blocked []string, answers map[string][]string, opts ...func(*netguard.Config)) *bundle {
 	t.Helper()
 	pol, err := guard.New(allowed, blocked, false)
 	require.NoError(t, err)
 	b := &bundle{resolver: newFakeResolver(answers), dialer: &recordingDialer{}}
-	b.proxy, err = netguard.Start(netguard.Config{Policy: pol, Resolver: b.resolver, Dial: b.dialer.dial})
+	cfg := netguard.Config{Policy: pol, Resolver: b.resolver, Dial: b.dialer.dial}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	b.proxy, err = netguard.Start(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.proxy.Close()) })
 	pu, err := url.Parse(b.proxy.URL())
@@ -136,3 +141,6 @@ func setup(t *testing.T, allowed, blocked []string, answers map[string][]string)
 	}}
 	return b
 }
+
+// noDNSCache makes the proxy resolve for every request.
+func noDNSCache(c *netguard.Config) { c.DNSCacheTTL = -1 }

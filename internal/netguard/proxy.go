@@ -21,6 +21,7 @@ import (
 const (
 	DefaultListenAddr  = "127.0.0.1:0"
 	DefaultDialTimeout = 10 * time.Second
+	DefaultDNSCacheTTL = 30 * time.Second
 )
 
 // Config configures a [Proxy].
@@ -39,6 +40,10 @@ type Config struct {
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 	// DialTimeout bounds each connection attempt. Default DefaultDialTimeout.
 	DialTimeout time.Duration
+	// DNSCacheTTL is how long a host's addresses are reused for later
+	// requests (checked and dialed alike). Default DefaultDNSCacheTTL;
+	// negative: resolve for every request.
+	DNSCacheTTL time.Duration
 	// ListenAddr is where the proxy listens. Default DefaultListenAddr
 	// (loopback, a free port).
 	ListenAddr string
@@ -64,6 +69,7 @@ type Proxy struct {
 	ctx       context.Context // ends when Close starts; every request's context derives from it
 	cancel    context.CancelFunc
 	served    chan struct{} // closed when Serve returns
+	buffers   bufferPool
 
 	mu       sync.Mutex
 	closed   bool
@@ -89,6 +95,12 @@ func Start(cfg Config) (*Proxy, error) {
 	}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
+	}
+	if ttl := cfg.DNSCacheTTL; ttl >= 0 {
+		if ttl == 0 {
+			ttl = DefaultDNSCacheTTL
+		}
+		p.resolver = &dnsCache{base: p.resolver, ttl: ttl, now: time.Now, entries: map[string]dnsEntry{}}
 	}
 	if p.dialFunc == nil {
 		p.dialFunc = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
@@ -126,6 +138,7 @@ func Start(cfg Config) (*Proxy, error) {
 			pr.Out.Host = pr.In.Host
 		},
 		Transport:     p.transport,
+		BufferPool:    &p.buffers,
 		FlushInterval: -1, // stream (event streams, long polls)
 		ErrorHandler:  p.upstreamError,
 		ErrorLog:      slog.NewLogLogger(p.logger.Handler(), slog.LevelDebug),
@@ -239,7 +252,7 @@ func (p *Proxy) fail(w http.ResponseWriter, rawURL string, kind Kind, err error)
 		b := p.log.Record(Block{Kind: kind, URL: rawURL, Host: be.Host, Reason: be.Reason, Message: be.Error()})
 		p.logger.Debug("request blocked", "url", rawURL, "kind", kind, "reason", b.Reason)
 		w.Header().Set("X-Wayfinder-Blocked", string(b.Reason))
-		http.Error(w, "wayfinder network guard: "+be.Error(), http.StatusForbidden)
+		http.Error(w, "wayfinder network guard: "+string(be.Reason)+": "+be.Error(), http.StatusForbidden)
 	case errors.Is(err, errUnresolved):
 		http.Error(w, "wayfinder network guard: "+err.Error(), http.StatusBadGateway)
 	default:
@@ -299,15 +312,37 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 	done := make(chan struct{}, 2)
 	go func() {
 		// brw.Reader first: bytes the client sent after the CONNECT line.
-		_, _ = io.Copy(upstream, brw.Reader)
+		p.buffers.copy(upstream, brw.Reader)
 		done <- struct{}{}
 	}()
 	go func() {
-		_, _ = io.Copy(client, upstream)
+		p.buffers.copy(client, upstream)
 		done <- struct{}{}
 	}()
 	<-done
 	_ = client.Close()
 	_ = upstream.Close()
 	<-done
+}
+
+// bufferPool recycles copy buffers; a request or tunnel otherwise allocates
+// 32 KiB per direction. It implements httputil.BufferPool.
+type bufferPool struct{ p sync.Pool }
+
+// Get returns a 32 KiB buffer.
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.p.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, 32<<10)
+}
+
+// Put returns buf to the pool.
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+
+// copy copies src to dst until either fails.
+func (b *bufferPool) copy(dst io.Writer, src io.Reader) {
+	buf := b.Get()
+	defer b.Put(buf)
+	_, _ = io.CopyBuffer(dst, src, buf)
 }

@@ -102,13 +102,14 @@ func TestProxyPolicy(t *testing.T) {
 
 // TestProxyDialsWhatItChecked: the name answers a public address first and
 // loopback afterwards (DNS rebinding). The proxy connects to the address the
-// policy approved, without asking again, and refuses the next request.
+// policy approved, without asking again, and (DNS cache off) refuses the
+// next request.
 func TestProxyDialsWhatItChecked(t *testing.T) {
 	t.Parallel()
 	for _, scheme := range []string{"http", "connect"} {
 		t.Run(scheme, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, []string{"*.test"}, nil, map[string][]string{"rebind.test": {publicIP, "127.0.0.1"}})
+			b := setup(t, []string{"*.test"}, nil, map[string][]string{"rebind.test": {publicIP, "127.0.0.1"}}, noDNSCache)
 			o := newOrigin(t, okHandler()) // a CONNECT only needs its port
 			get := func() (int, error) {
 				if scheme == "http" {
@@ -137,6 +138,24 @@ func TestProxyDialsWhatItChecked(t *testing.T) {
 			require.Equal(t, guard.ReasonPrivate, blocks[0].Reason)
 			require.Contains(t, blocks[0].Message, "127.0.0.1")
 		})
+	}
+}
+
+// TestProxyDNSCachePinsAnswers: with the cache on, a rebinding name keeps
+// the answer the policy approved first, for checks and connections alike.
+func TestProxyDNSCachePinsAnswers(t *testing.T) {
+	t.Parallel()
+	o := newOrigin(t, okHandler())
+	b := setup(t, []string{"*.test"}, nil, map[string][]string{"rebind.test": {publicIP, "127.0.0.1"}})
+	for range 3 {
+		res, err := b.client.Get(o.at("rebind.test", "/"))
+		require.NoError(t, err)
+		_ = res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode)
+	}
+	require.Equal(t, 1, b.resolver.lookups("rebind.test"))
+	for _, a := range b.dialer.dialed() {
+		require.Equal(t, net.JoinHostPort(publicIP, o.port), a)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/wayfinder/wayfinder/internal/guard"
 )
@@ -142,4 +144,57 @@ func (p *Proxy) dialContext(ctx context.Context, _, _ string) (net.Conn, error) 
 		return nil, errors.New("netguard: dial without a checked target")
 	}
 	return p.dial(ctx, t)
+}
+
+// maxCachedHosts bounds a dnsCache.
+const maxCachedHosts = 1024
+
+// dnsCache remembers successful answers for a while, as Chromium's own host
+// cache would have: without a proxy the browser resolves a name once for
+// many requests, and a lookup per request would cost every subresource a
+// DNS round trip. The cached answer is both what the policy checks and what
+// the proxy dials, so caching never lets a changed answer through; it only
+// pins the first one for ttl.
+type dnsCache struct {
+	base guard.Resolver
+	ttl  time.Duration
+	now  func() time.Time
+
+	mu      sync.Mutex
+	entries map[string]dnsEntry
+}
+
+type dnsEntry struct {
+	addrs   []netip.Addr
+	expires time.Time
+}
+
+// LookupNetIP implements guard.Resolver.
+func (c *dnsCache) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	key := network + " " + host
+	now := c.now()
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.addrs, nil
+	}
+	addrs, err := c.base.LookupNetIP(ctx, network, host)
+	if err != nil || len(addrs) == 0 {
+		return addrs, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= maxCachedHosts {
+		for k, e := range c.entries {
+			if !now.Before(e.expires) {
+				delete(c.entries, k)
+			}
+		}
+		if len(c.entries) >= maxCachedHosts {
+			clear(c.entries)
+		}
+	}
+	c.entries[key] = dnsEntry{addrs: addrs, expires: now.Add(c.ttl)}
+	return addrs, nil
 }
