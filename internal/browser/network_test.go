@@ -125,6 +125,8 @@ func TestNetworkCookiesAndLocalStorage(t *testing.T) {
 			{Name: "dom", Value: "d", Domain: "corp.test"},
 		},
 		LocalStorage: []browser.OriginStorage{{Origin: at("app.test", ""), Items: map[string]string{"token": "abc"}}},
+		// Header rules for the seeded origin pause its requests too.
+		Headers: []browser.HeaderRule{{Domains: []string{"app.test"}, Headers: map[string]string{"X-App": "1"}}},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, n.Close()) })
@@ -145,6 +147,7 @@ func TestNetworkCookiesAndLocalStorage(t *testing.T) {
 		require.Equal(t, tc.token, q.Get("token"), tc.host)
 		require.Equal(t, tc.cookie, q.Get("cookie"), tc.host)
 	}
+	require.Equal(t, "1", site.waitFor(t, "app.test", "/report").Header.Get("X-App"))
 
 	// A popup sees the entries too.
 	require.NoError(t, pg.Navigate(ctx, at("other.test", "/blank"), 20*time.Second))

@@ -133,9 +133,16 @@ func Start(cfg Config) (*Proxy, error) {
 	}
 	p.forward = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			// The outbound URL is the absolute one the browser asked for;
-			// keep its Host header and add no X-Forwarded-* headers.
+			// Forward what the browser sent, as sent: the URL is the
+			// absolute one it asked for, the Host header its own, and the
+			// X-Forwarded-* headers ReverseProxy strips are the page's
+			// (none are added).
 			pr.Out.Host = pr.In.Host
+			for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+				if v, ok := pr.In.Header[h]; ok {
+					pr.Out.Header[h] = v
+				}
+			}
 		},
 		Transport:     p.transport,
 		BufferPool:    &p.buffers,

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,6 +99,41 @@ func TestProxyPolicy(t *testing.T) {
 			require.LessOrEqual(t, b.resolver.lookups(tc.host), 1)
 		})
 	}
+}
+
+func TestProxyForwardsRequestsUnchanged(t *testing.T) {
+	t.Parallel()
+	got := make(chan *http.Request, 1)
+	bodies := make(chan string, 1)
+	o := newOrigin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- r
+		bodies <- string(body)
+		w.Header().Set("Set-Cookie", "a=b")
+		w.WriteHeader(http.StatusCreated)
+	}))
+	b := setup(t, []string{"site.test"}, nil, map[string][]string{"site.test": {"127.0.0.1"}})
+	req, err := http.NewRequest(http.MethodPost, o.at("site.test", "/form?q=1"), strings.NewReader("a=1&b=2"))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-For", "10.1.2.3")
+	req.Header.Set("Cookie", "sid=1")
+	req.Header.Set("Proxy-Connection", "keep-alive")
+	res, err := b.client.Do(req)
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	require.Equal(t, http.StatusCreated, res.StatusCode)
+	require.Equal(t, "a=b", res.Header.Get("Set-Cookie"))
+
+	r := <-got
+	require.Equal(t, "a=1&b=2", <-bodies)
+	require.Equal(t, "site.test:"+o.port, r.Host)
+	require.Equal(t, "/form?q=1", r.RequestURI)
+	require.Equal(t, "sid=1", r.Header.Get("Cookie"))
+	require.Equal(t, []string{"10.1.2.3"}, r.Header.Values("X-Forwarded-For"), "the proxy added itself")
+	require.Empty(t, r.Header.Get("X-Forwarded-Host"))
+	require.Empty(t, r.Header.Get("Via"))
+	require.Empty(t, r.Header.Get("Proxy-Connection"))
 }
 
 // TestProxyDialsWhatItChecked: the name answers a public address first and
