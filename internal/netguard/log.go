@@ -21,7 +21,9 @@ const (
 	// KindConnect: an HTTPS or WSS tunnel (the proxy cannot see inside it,
 	// so it cannot tell a navigation from a subresource there).
 	KindConnect Kind = "connect"
-	// KindWebSocket: a plain ws:// websocket handshake.
+	// KindWebSocket: a websocket handshake sent as a plain-HTTP Upgrade.
+	// Chromium tunnels its websockets through CONNECT instead, so in a run
+	// they are KindConnect.
 	KindWebSocket Kind = "websocket"
 )
 
