@@ -13,7 +13,7 @@
 // For each request the proxy applies the run's [guard.Policy] (the one
 // implementation of what allowed and blocked domains, schemes and private
 // networks mean) with a resolver that remembers its answer, and then dials
-// exactly the addresses the policy approved. A host name is resolved once
+// exactly the addresses the policy approved. A host name is resolved at most once
 // per request, so an answer that changes between the check and the
 // connection (DNS rebinding) cannot reach a private address. When the policy
 // has no need for the addresses (private networks allowed, or the host named
