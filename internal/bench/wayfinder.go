@@ -44,11 +44,21 @@ func (d *wayfinderDriver) screenshot(ctx context.Context) ([]byte, error) {
 	return img.Data, nil
 }
 
-func (d *wayfinderDriver) click(_ context.Context, t Target) error {
-	if _, err := findElement(d.last, t); err != nil {
+// click clicks t by the ref of the latest snapshot, with the session's
+// default action options (pre-checks, event-driven settling).
+func (d *wayfinderDriver) click(ctx context.Context, t Target) error {
+	ref, err := findElement(d.last, t)
+	if err != nil {
 		return err
 	}
-	return pendingf("browser.Page.Do is not built yet")
+	res, err := d.page.Do(ctx, browser.Action{Kind: browser.ActionClick, Ref: ref, SnapshotID: d.last.ID})
+	if err != nil {
+		return err
+	}
+	if !res.Success {
+		return fmt.Errorf("click %s: %w", ref, res.Error)
+	}
+	return nil
 }
 
 // findElement returns the ref of the first element of snap with t's role

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -53,8 +54,31 @@ func TestWayfinderDriver(t *testing.T) {
 		png, err := d.screenshot(ctx)
 		require.NoError(t, err, p.Name)
 		require.Equal(t, "\x89PNG", string(png[:4]))
+
+		// Every click moves the page's counter: the action reached the
+		// element the page set up.
+		for n := 1; n <= 2; n++ {
+			require.NoError(t, d.click(ctx, p.Click), p.Name)
+			snap, err := d.page.Snapshot(ctx, browser.SnapshotOptions{VisibleText: true})
+			require.NoError(t, err)
+			require.Contains(t, snap.VisibleText, clickStatus(p.Name, n), p.Name)
+			d.last = snap
+		}
 	}
 
 	_, err = findElement(d.last, Target{Role: "button", Name: "No such button"})
 	require.ErrorIs(t, err, errNoTarget)
+}
+
+// clickStatus is the status line each page's click handler writes, after
+// n clicks.
+func clickStatus(page string, n int) string {
+	return map[string]string{
+		"form":    fmt.Sprintf("Draft saved (%d).", n),
+		"table":   fmt.Sprintf("Editing order #100500 (%d).", n),
+		"many":    fmt.Sprintf("Refreshed %d times.", n),
+		"shadow":  fmt.Sprintf("Follow clicked %d times (last: Ada Lovelace).", n),
+		"iframes": fmt.Sprintf("Sign-in attempt %d.", n),
+		"article": fmt.Sprintf("%d likes", n),
+	}[page]
 }
