@@ -175,9 +175,10 @@ func startSubprocess(t *testing.T, dbURL string, env ...string) *subprocess {
 // site is a test web site on 127.0.0.1.
 type site struct {
 	*httptest.Server
-	hits    atomic.Int64
-	stalls  atomic.Int64
-	release chan struct{}
+	hits      atomic.Int64
+	pixelHits atomic.Int64
+	stalls    atomic.Int64
+	release   chan struct{}
 }
 
 // newSite serves "/" (a small page), and "/stall" which, while stalls
@@ -188,6 +189,16 @@ func newSite(t *testing.T) *site {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.hits.Add(1)
 		fmt.Fprint(w, `<!doctype html><title>Test page</title><h1>Hello from the test site</h1><button>Go</button>`)
+	})
+	mux.HandleFunc("/pixel", func(w http.ResponseWriter, r *http.Request) {
+		s.pixelHits.Add(1)
+		w.Header().Set("Content-Type", "image/gif")
+	})
+	mux.HandleFunc("/leaky", func(w http.ResponseWriter, r *http.Request) {
+		s.hits.Add(1)
+		// The same server under another name: not in the run's allowed list.
+		other := strings.Replace(s.URL, "127.0.0.1", "localhost", 1)
+		fmt.Fprintf(w, `<!doctype html><title>Leaky</title><img src="%s/pixel"><script>fetch(%q).catch(() => {})</script>`, other, other+"/pixel?xhr")
 	})
 	mux.HandleFunc("/stall", func(w http.ResponseWriter, r *http.Request) {
 		s.hits.Add(1)

@@ -311,3 +311,27 @@ func pngWidth(t *testing.T, png []byte) int {
 	require.Greater(t, len(png), 24)
 	return int(png[16])<<24 | int(png[17])<<16 | int(png[18])<<8 | int(png[19])
 }
+
+// TestNetworkGuardRecordsBlockedRequests: a page's subresources and XHR to a
+// host outside the run's allowed domains never leave the machine, and the
+// step records each refusal.
+func TestNetworkGuardRecordsBlockedRequests(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, storetest.NewDB(t), serverOpts{})
+	s := newSite(t)
+	ctx := context.Background()
+	run, err := ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: params(s.URL + "/leaky")})
+	require.NoError(t, err)
+	evs := collectEvents(t, ts.client, run.Id, 0)
+	require.Equal(t, wfv1.RunStatus_RUN_STATUS_COMPLETED, evs[len(evs)-1].GetRun().Status)
+
+	steps, err := ts.client.ListSteps(ctx, &wfv1.ListStepsRequest{RunId: run.Id})
+	require.NoError(t, err)
+	blocked := steps.Steps[0].BlockedRequests
+	require.NotEmpty(t, blocked)
+	for _, b := range blocked {
+		require.Equal(t, "localhost", b.Host)
+		require.Equal(t, "domain_not_allowed", b.Reason)
+	}
+	require.Zero(t, s.pixelHits.Load(), "no blocked request reached the server")
+}

@@ -35,6 +35,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/api"
 	"github.com/wayfinder/wayfinder/internal/config"
 	"github.com/wayfinder/wayfinder/internal/events"
+	"github.com/wayfinder/wayfinder/internal/netguard"
 	"github.com/wayfinder/wayfinder/internal/pool"
 	"github.com/wayfinder/wayfinder/internal/queue"
 	"github.com/wayfinder/wayfinder/internal/runner"
@@ -150,6 +151,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 			Store: st, Pool: browsers, Runner: &runner.Runner{},
 			AllowPrivateNetworks: cfg.AllowPrivateNetworks,
 			Logger:               logger, Tracer: tracer, Metrics: worker.NewMetrics(reg),
+			NetMetrics: netguard.NewMetrics(reg),
 		}))
 		qcfg.Workers, qcfg.Concurrency = workers, browsers.Capacity()
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+	"github.com/wayfinder/wayfinder/internal/netguard"
 	"github.com/wayfinder/wayfinder/internal/runner"
 	"github.com/wayfinder/wayfinder/internal/store"
 )
@@ -22,6 +23,10 @@ type sink struct {
 	runID   string
 	tracer  trace.Tracer
 	metrics *Metrics
+	// blocks is the run's network guard log; blockSeq is the first block
+	// not yet attached to a step.
+	blocks   *netguard.Log
+	blockSeq uint64
 }
 
 func (s *sink) StepStarted(ctx context.Context, number int) error {
@@ -68,6 +73,14 @@ func (s *sink) StepFinished(ctx context.Context, st runner.Step) error {
 		step.Actions = append(step.Actions, &wfv1.Action{
 			Tool: a.Tool, Arguments: args, Outcome: a.Outcome, Message: a.Message,
 			Duration: durationpb.New(a.Duration),
+		})
+	}
+	var blocked []netguard.Block
+	blocked, s.blockSeq = s.blocks.Since(s.blockSeq)
+	for _, b := range blocked {
+		step.BlockedRequests = append(step.BlockedRequests, &wfv1.BlockedRequest{
+			Time: timestamppb.New(b.Time), Kind: string(b.Kind), Url: b.URL, Host: b.Host,
+			Reason: string(b.Reason), Message: b.Message,
 		})
 	}
 	var shot *store.Media

@@ -22,6 +22,7 @@ import (
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/browser"
 	"github.com/wayfinder/wayfinder/internal/guard"
+	"github.com/wayfinder/wayfinder/internal/netguard"
 	"github.com/wayfinder/wayfinder/internal/pool"
 	"github.com/wayfinder/wayfinder/internal/queue"
 	"github.com/wayfinder/wayfinder/internal/runner"
@@ -39,6 +40,9 @@ type Config struct {
 	Logger               *slog.Logger
 	Tracer               trace.Tracer
 	Metrics              *Metrics
+	// NetMetrics counts the requests the network guard refuses; nil counts
+	// none.
+	NetMetrics *netguard.Metrics
 }
 
 // Worker is the River worker of queue.RunArgs jobs.
@@ -109,7 +113,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.RunArgs]) error 
 // run, or nil when the run was handed back to the queue.
 func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (*wfv1.Run, error) {
 	bg := context.WithoutCancel(ctx)
-	params, policyErr := runnerParams(run.Params, w.cfg.AllowPrivateNetworks)
+	params, policy, policyErr := runnerParams(run.Params, w.cfg.AllowPrivateNetworks)
 	if policyErr != nil {
 		// Validated at CreateRun; reaching here means the server's rules
 		// changed since. End the run rather than retry forever.
@@ -119,7 +123,16 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		})
 	}
 
-	lease, err := w.cfg.Pool.Lease(ctx, browser.SessionOptions{})
+	// Every request of the run's context goes through its own proxy, which
+	// enforces the domain policy on the addresses it dials.
+	blocks := netguard.NewLog(netguard.DefaultMaxBlocks, w.cfg.NetMetrics)
+	proxy, err := netguard.Start(netguard.Config{Policy: policy, Log: blocks, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("start network guard: %w", err)
+	}
+	defer proxy.Close()
+
+	lease, err := w.cfg.Pool.Lease(ctx, browser.SessionOptions{ProxyServer: proxy.URL()})
 	if err != nil {
 		if ctx.Err() != nil {
 			return w.interrupted(ctx, run, log)
@@ -130,6 +143,30 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		})
 	}
 	defer lease.Release()
+	network, err := lease.Session().StartNetwork(ctx, browser.NetworkRules{
+		// URLs that never reach the proxy (file:) are refused in the browser.
+		OnBlock: func(b browser.BlockedRequest) {
+			kind := netguard.KindSubresource
+			if b.Navigation {
+				kind = netguard.KindNavigation
+			}
+			block := netguard.Block{Kind: kind, URL: b.URL, Reason: guard.ReasonScheme}
+			if b.Err != nil {
+				block.Host, block.Reason, block.Message = b.Err.Host, b.Err.Reason, b.Err.Error()
+			}
+			blocks.Record(block)
+		},
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return w.interrupted(ctx, run, log)
+		}
+		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{
+			Status: wfv1.RunStatus_RUN_STATUS_ERROR,
+			Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_BROWSER_CRASH, Message: err.Error()},
+		})
+	}
+	defer network.Close()
 
 	// The run stops at once when its browser dies, not at its next call.
 	runCtx, stop := context.WithCancelCause(ctx)
@@ -142,7 +179,7 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		}
 	}()
 
-	sink := &sink{store: w.cfg.Store, runID: run.Id, tracer: w.cfg.Tracer, metrics: w.cfg.Metrics}
+	sink := &sink{store: w.cfg.Store, runID: run.Id, tracer: w.cfg.Tracer, metrics: w.cfg.Metrics, blocks: blocks}
 	res, err := w.cfg.Runner.Run(runCtx, lease.Session(), params, sink)
 	if err != nil {
 		return nil, err
@@ -208,11 +245,12 @@ func (w *Worker) failAttempt(ctx context.Context, job *river.Job[queue.RunArgs],
 	return err
 }
 
-// runnerParams translates validated API parameters into the engine's.
-func runnerParams(p *wfv1.RunParams, allowPrivate bool) (runner.Params, error) {
+// runnerParams translates validated API parameters into the engine's, and
+// returns the run's domain policy.
+func runnerParams(p *wfv1.RunParams, allowPrivate bool) (runner.Params, *guard.Policy, error) {
 	policy, err := guard.New(p.GetAllowedDomains(), p.GetBlockedDomains(), allowPrivate)
 	if err != nil {
-		return runner.Params{}, err
+		return runner.Params{}, nil, err
 	}
 	b := p.GetBrowser()
 	rp := runner.Params{
@@ -225,7 +263,7 @@ func runnerParams(p *wfv1.RunParams, allowPrivate bool) (runner.Params, error) {
 	if d := b.GetNavigationTimeout(); d != nil {
 		rp.NavigationTimeout = d.AsDuration()
 	}
-	return rp, nil
+	return rp, policy, nil
 }
 
 var categories = map[runner.Category]wfv1.ErrorCategory{

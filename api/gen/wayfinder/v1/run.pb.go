@@ -2608,9 +2608,12 @@ type Step struct {
 	// Set when the step failed.
 	Error *RunError `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
 	// Who decided the step: "system", "model", "replay" or "human".
-	Actor         string `protobuf:"bytes,12,opt,name=actor,proto3" json:"actor,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Actor string `protobuf:"bytes,12,opt,name=actor,proto3" json:"actor,omitempty"`
+	// Requests the network guard refused during the step (navigations,
+	// redirects, subresources, fetch/XHR, websockets, popups).
+	BlockedRequests []*BlockedRequest `protobuf:"bytes,13,rep,name=blocked_requests,json=blockedRequests,proto3" json:"blocked_requests,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
@@ -2727,6 +2730,103 @@ func (x *Step) GetActor() string {
 	return ""
 }
 
+func (x *Step) GetBlockedRequests() []*BlockedRequest {
+	if x != nil {
+		return x.BlockedRequests
+	}
+	return nil
+}
+
+// BlockedRequest is one request the run's network guard refused.
+type BlockedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Time  *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	// "navigation", "subresource", "connect" (an HTTPS or WSS tunnel) or
+	// "websocket".
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The refused URL, or "host:port" for a tunnel.
+	Url  string `protobuf:"bytes,3,opt,name=url,proto3" json:"url,omitempty"`
+	Host string `protobuf:"bytes,4,opt,name=host,proto3" json:"host,omitempty"`
+	// The rule that refused it: "domain_blocked", "domain_not_allowed",
+	// "private_network_blocked", "scheme_blocked" or "invalid_url".
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message       string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BlockedRequest) Reset() {
+	*x = BlockedRequest{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BlockedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlockedRequest) ProtoMessage() {}
+
+func (x *BlockedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlockedRequest.ProtoReflect.Descriptor instead.
+func (*BlockedRequest) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BlockedRequest) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *BlockedRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *BlockedRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *BlockedRequest) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *BlockedRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *BlockedRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // Action is one executed browser action or tool call.
 type Action struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2749,7 +2849,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2761,7 +2861,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2774,7 +2874,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{27}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Action) GetTool() string {
@@ -2849,7 +2949,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2861,7 +2961,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2874,7 +2974,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{28}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RunEvent) GetRunId() string {
@@ -3163,7 +3263,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"confidence\x12\x1a\n" +
 	"\bfeedback\x18\x03 \x01(\tR\bfeedback\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x122\n" +
-	"\x15suggested_next_action\x18\x05 \x01(\tR\x13suggestedNextAction\"\xc7\x03\n" +
+	"\x15suggested_next_action\x18\x05 \x01(\tR\x13suggestedNextAction\"\x90\x04\n" +
 	"\x04Step\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x05R\x06number\x129\n" +
@@ -3178,7 +3278,15 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\averdict\x18\n" +
 	" \x01(\v2\x1a.wayfinder.v1.JudgeVerdictR\averdict\x12,\n" +
 	"\x05error\x18\v \x01(\v2\x16.wayfinder.v1.RunErrorR\x05error\x12\x14\n" +
-	"\x05actor\x18\f \x01(\tR\x05actor\"\x8b\x02\n" +
+	"\x05actor\x18\f \x01(\tR\x05actor\x12G\n" +
+	"\x10blocked_requests\x18\r \x03(\v2\x1c.wayfinder.v1.BlockedRequestR\x0fblockedRequests\"\xac\x01\n" +
+	"\x0eBlockedRequest\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
+	"\x03url\x18\x03 \x01(\tR\x03url\x12\x12\n" +
+	"\x04host\x18\x04 \x01(\tR\x04host\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"\x8b\x02\n" +
 	"\x06Action\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12\x18\n" +
@@ -3262,7 +3370,7 @@ func file_wayfinder_v1_run_proto_rawDescGZIP() []byte {
 }
 
 var file_wayfinder_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_wayfinder_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_wayfinder_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_wayfinder_v1_run_proto_goTypes = []any{
 	(RunStatus)(0),                 // 0: wayfinder.v1.RunStatus
 	(ErrorCategory)(0),             // 1: wayfinder.v1.ErrorCategory
@@ -3296,16 +3404,17 @@ var file_wayfinder_v1_run_proto_goTypes = []any{
 	(*RunError)(nil),               // 29: wayfinder.v1.RunError
 	(*JudgeVerdict)(nil),           // 30: wayfinder.v1.JudgeVerdict
 	(*Step)(nil),                   // 31: wayfinder.v1.Step
-	(*Action)(nil),                 // 32: wayfinder.v1.Action
-	(*RunEvent)(nil),               // 33: wayfinder.v1.RunEvent
-	nil,                            // 34: wayfinder.v1.RunParams.LabelsEntry
-	nil,                            // 35: wayfinder.v1.WebhookTool.HeadersEntry
-	nil,                            // 36: wayfinder.v1.PromptRunner.HeadersEntry
-	nil,                            // 37: wayfinder.v1.LocalStorageAuth.EntriesEntry
-	nil,                            // 38: wayfinder.v1.CallbackWebhook.HeadersEntry
-	(*structpb.Struct)(nil),        // 39: google.protobuf.Struct
-	(*durationpb.Duration)(nil),    // 40: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 41: google.protobuf.Timestamp
+	(*BlockedRequest)(nil),         // 32: wayfinder.v1.BlockedRequest
+	(*Action)(nil),                 // 33: wayfinder.v1.Action
+	(*RunEvent)(nil),               // 34: wayfinder.v1.RunEvent
+	nil,                            // 35: wayfinder.v1.RunParams.LabelsEntry
+	nil,                            // 36: wayfinder.v1.WebhookTool.HeadersEntry
+	nil,                            // 37: wayfinder.v1.PromptRunner.HeadersEntry
+	nil,                            // 38: wayfinder.v1.LocalStorageAuth.EntriesEntry
+	nil,                            // 39: wayfinder.v1.CallbackWebhook.HeadersEntry
+	(*structpb.Struct)(nil),        // 40: google.protobuf.Struct
+	(*durationpb.Duration)(nil),    // 41: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 42: google.protobuf.Timestamp
 }
 var file_wayfinder_v1_run_proto_depIdxs = []int32{
 	6,  // 0: wayfinder.v1.RunParams.controller:type_name -> wayfinder.v1.ModelSettings
@@ -3313,18 +3422,18 @@ var file_wayfinder_v1_run_proto_depIdxs = []int32{
 	9,  // 2: wayfinder.v1.RunParams.tools:type_name -> wayfinder.v1.ToolDefinition
 	13, // 3: wayfinder.v1.RunParams.auth:type_name -> wayfinder.v1.AuthConfig
 	26, // 4: wayfinder.v1.RunParams.browser:type_name -> wayfinder.v1.BrowserConfig
-	34, // 5: wayfinder.v1.RunParams.labels:type_name -> wayfinder.v1.RunParams.LabelsEntry
+	35, // 5: wayfinder.v1.RunParams.labels:type_name -> wayfinder.v1.RunParams.LabelsEntry
 	12, // 6: wayfinder.v1.RunParams.prompt_runner:type_name -> wayfinder.v1.PromptRunner
 	2,  // 7: wayfinder.v1.JudgeSettings.strategy:type_name -> wayfinder.v1.JudgeStrategy
 	8,  // 8: wayfinder.v1.JudgeSettings.frequency:type_name -> wayfinder.v1.JudgeFrequency
 	6,  // 9: wayfinder.v1.JudgeSettings.model:type_name -> wayfinder.v1.ModelSettings
-	39, // 10: wayfinder.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
-	39, // 11: wayfinder.v1.ToolDefinition.output_schema:type_name -> google.protobuf.Struct
+	40, // 10: wayfinder.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
+	40, // 11: wayfinder.v1.ToolDefinition.output_schema:type_name -> google.protobuf.Struct
 	10, // 12: wayfinder.v1.ToolDefinition.webhook:type_name -> wayfinder.v1.WebhookTool
 	11, // 13: wayfinder.v1.ToolDefinition.mcp:type_name -> wayfinder.v1.McpTool
-	35, // 14: wayfinder.v1.WebhookTool.headers:type_name -> wayfinder.v1.WebhookTool.HeadersEntry
-	40, // 15: wayfinder.v1.WebhookTool.timeout:type_name -> google.protobuf.Duration
-	36, // 16: wayfinder.v1.PromptRunner.headers:type_name -> wayfinder.v1.PromptRunner.HeadersEntry
+	36, // 14: wayfinder.v1.WebhookTool.headers:type_name -> wayfinder.v1.WebhookTool.HeadersEntry
+	41, // 15: wayfinder.v1.WebhookTool.timeout:type_name -> google.protobuf.Duration
+	37, // 16: wayfinder.v1.PromptRunner.headers:type_name -> wayfinder.v1.PromptRunner.HeadersEntry
 	14, // 17: wayfinder.v1.AuthConfig.bindings:type_name -> wayfinder.v1.DomainAuthBinding
 	22, // 18: wayfinder.v1.AuthConfig.global_callback:type_name -> wayfinder.v1.AuthCallback
 	15, // 19: wayfinder.v1.DomainAuthBinding.basic:type_name -> wayfinder.v1.BasicAuth
@@ -3336,43 +3445,45 @@ var file_wayfinder_v1_run_proto_depIdxs = []int32{
 	22, // 25: wayfinder.v1.DomainAuthBinding.custom_callback:type_name -> wayfinder.v1.AuthCallback
 	3,  // 26: wayfinder.v1.BasicAuth.strategy:type_name -> wayfinder.v1.BasicAuthStrategy
 	20, // 27: wayfinder.v1.CookieAuth.cookies:type_name -> wayfinder.v1.Cookie
-	41, // 28: wayfinder.v1.Cookie.expires:type_name -> google.protobuf.Timestamp
-	37, // 29: wayfinder.v1.LocalStorageAuth.entries:type_name -> wayfinder.v1.LocalStorageAuth.EntriesEntry
+	42, // 28: wayfinder.v1.Cookie.expires:type_name -> google.protobuf.Timestamp
+	38, // 29: wayfinder.v1.LocalStorageAuth.entries:type_name -> wayfinder.v1.LocalStorageAuth.EntriesEntry
 	23, // 30: wayfinder.v1.AuthCallback.script:type_name -> wayfinder.v1.LoginScript
 	25, // 31: wayfinder.v1.AuthCallback.webhook:type_name -> wayfinder.v1.CallbackWebhook
 	24, // 32: wayfinder.v1.LoginScript.steps:type_name -> wayfinder.v1.LoginStep
-	38, // 33: wayfinder.v1.CallbackWebhook.headers:type_name -> wayfinder.v1.CallbackWebhook.HeadersEntry
-	40, // 34: wayfinder.v1.CallbackWebhook.timeout:type_name -> google.protobuf.Duration
+	39, // 33: wayfinder.v1.CallbackWebhook.headers:type_name -> wayfinder.v1.CallbackWebhook.HeadersEntry
+	41, // 34: wayfinder.v1.CallbackWebhook.timeout:type_name -> google.protobuf.Duration
 	27, // 35: wayfinder.v1.BrowserConfig.viewport:type_name -> wayfinder.v1.Viewport
-	40, // 36: wayfinder.v1.BrowserConfig.navigation_timeout:type_name -> google.protobuf.Duration
-	40, // 37: wayfinder.v1.BrowserConfig.action_timeout:type_name -> google.protobuf.Duration
-	40, // 38: wayfinder.v1.BrowserConfig.run_timeout:type_name -> google.protobuf.Duration
+	41, // 36: wayfinder.v1.BrowserConfig.navigation_timeout:type_name -> google.protobuf.Duration
+	41, // 37: wayfinder.v1.BrowserConfig.action_timeout:type_name -> google.protobuf.Duration
+	41, // 38: wayfinder.v1.BrowserConfig.run_timeout:type_name -> google.protobuf.Duration
 	5,  // 39: wayfinder.v1.Run.params:type_name -> wayfinder.v1.RunParams
 	0,  // 40: wayfinder.v1.Run.status:type_name -> wayfinder.v1.RunStatus
-	41, // 41: wayfinder.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	41, // 42: wayfinder.v1.Run.start_time:type_name -> google.protobuf.Timestamp
-	41, // 43: wayfinder.v1.Run.end_time:type_name -> google.protobuf.Timestamp
+	42, // 41: wayfinder.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	42, // 42: wayfinder.v1.Run.start_time:type_name -> google.protobuf.Timestamp
+	42, // 43: wayfinder.v1.Run.end_time:type_name -> google.protobuf.Timestamp
 	29, // 44: wayfinder.v1.Run.error:type_name -> wayfinder.v1.RunError
 	30, // 45: wayfinder.v1.Run.final_verdict:type_name -> wayfinder.v1.JudgeVerdict
 	1,  // 46: wayfinder.v1.RunError.category:type_name -> wayfinder.v1.ErrorCategory
-	41, // 47: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
-	41, // 48: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
-	32, // 49: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
+	42, // 47: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
+	42, // 48: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
+	33, // 49: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
 	30, // 50: wayfinder.v1.Step.verdict:type_name -> wayfinder.v1.JudgeVerdict
 	29, // 51: wayfinder.v1.Step.error:type_name -> wayfinder.v1.RunError
-	39, // 52: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
-	40, // 53: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
-	39, // 54: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
-	41, // 55: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
-	4,  // 56: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
-	0,  // 57: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
-	31, // 58: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
-	28, // 59: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
-	60, // [60:60] is the sub-list for method output_type
-	60, // [60:60] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	32, // 52: wayfinder.v1.Step.blocked_requests:type_name -> wayfinder.v1.BlockedRequest
+	42, // 53: wayfinder.v1.BlockedRequest.time:type_name -> google.protobuf.Timestamp
+	40, // 54: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
+	41, // 55: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
+	40, // 56: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
+	42, // 57: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
+	4,  // 58: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
+	0,  // 59: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
+	31, // 60: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
+	28, // 61: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
+	62, // [62:62] is the sub-list for method output_type
+	62, // [62:62] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_wayfinder_v1_run_proto_init() }
@@ -3408,7 +3519,7 @@ func file_wayfinder_v1_run_proto_init() {
 		(*AuthCallback_Script)(nil),
 		(*AuthCallback_Webhook)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[28].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[29].OneofWrappers = []any{
 		(*RunEvent_Step)(nil),
 		(*RunEvent_Run)(nil),
 	}
@@ -3418,7 +3529,7 @@ func file_wayfinder_v1_run_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfinder_v1_run_proto_rawDesc), len(file_wayfinder_v1_run_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
