@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rod/rod"
@@ -29,6 +30,9 @@ var (
 type Session struct {
 	b    *rod.Browser
 	tabs *tabTracker
+	// network is the session's network guard, closed with the session so
+	// that a forgotten Network.Close cannot keep pausing new pages.
+	network atomic.Pointer[Network]
 }
 
 // SessionOptions configure a new browser context.
@@ -63,6 +67,9 @@ func NewSession(ctx context.Context, b *rod.Browser, opts SessionOptions) (*Sess
 // Close disposes of the context and every page in it.
 func (s *Session) Close(ctx context.Context) error {
 	defer s.tabs.stop()
+	if n := s.network.Load(); n != nil {
+		_ = n.Close()
+	}
 	return s.b.Context(ctx).Close()
 }
 

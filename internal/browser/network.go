@@ -193,6 +193,7 @@ func (s *Session) StartNetwork(ctx context.Context, rules NetworkRules) (*Networ
 			return nil, err
 		}
 	}
+	s.network.Store(n)
 	return n, nil
 }
 

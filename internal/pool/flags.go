@@ -35,6 +35,8 @@ func chromiumFlags(userDataDir string) []string {
 		"--disable-site-isolation-trials",
 		"--disable-features=IsolateOrigins,site-per-process,Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,InterestFeedContentSuggestions,CertificateTransparencyComponentUpdater",
 		"--disable-gpu",
+		// WebRTC's UDP would bypass the run's network guard proxy.
+		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 		"--disable-dev-shm-usage",
 		"--disable-background-timer-throttling",
 		"--disable-renderer-backgrounding",
