@@ -125,7 +125,9 @@ func (pg *Page) doDrag(ctx context.Context, a Action, opts ActionOptions, out *o
 	if err := (proto.InputSetInterceptDrags{Enabled: true}).Call(sess); err != nil {
 		return classify(fmt.Errorf("intercept drags: %w", err))
 	}
-	defer func() { _ = proto.InputSetInterceptDrags{Enabled: false}.Call(pg.p.Context(context.WithoutCancel(ctx))) }()
+	defer func() {
+		_ = proto.InputSetInterceptDrags{Enabled: false}.Call(pg.p.Context(context.WithoutCancel(ctx)))
+	}()
 	dragData := make(chan *proto.InputDragData, 1)
 	pg.tab.mu.Lock()
 	pg.tab.drag = dragData
