@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -48,6 +49,7 @@ func run(args []string) error {
 	chromium := fs.String("chromium", os.Getenv("WAYFINDER_CHROMIUM"), "Chromium binary for both sides (default: the system's, as the pool finds it; $WAYFINDER_CHROMIUM)")
 	encoding := fs.String("encoding", bench.DefaultEncoding, "tokenizer encoding (o200k_base, cl100k_base)")
 	timeout := fs.Duration("timeout", 15*time.Minute, "give up after this long")
+	revision := fs.String("revision", "", "the Wayfinder commit measured, for the report (default: git describe of the working tree)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,6 +63,10 @@ func run(args []string) error {
 	cliPath, err := filepath.Abs(*cli)
 	if err != nil {
 		return err
+	}
+
+	if *revision == "" {
+		*revision = gitRevision()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -86,6 +92,7 @@ func run(args []string) error {
 		Playwright:      bench.PlaywrightConfig{Node: *node, CLI: cliPath, Stderr: &serverLog},
 		WorkDir:         work,
 		Encoding:        *encoding,
+		Revision:        *revision,
 		Log:             os.Stderr,
 	})
 	if err != nil {
@@ -114,6 +121,16 @@ func run(args []string) error {
 		return fmt.Errorf("%d failures:\n  %s", len(f), strings.Join(f, "\n  "))
 	}
 	return nil
+}
+
+// gitRevision describes the working tree's commit ("abc1234", with
+// "-dirty" when it has uncommitted changes); "" outside a git checkout.
+func gitRevision() string {
+	out, err := exec.Command("git", "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // selectPages returns the pages named in list (all when empty).

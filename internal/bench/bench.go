@@ -45,6 +45,9 @@ type Config struct {
 	// model API receives them (JSON), and their number. Nil means none
 	// exist yet.
 	OurTools func() (defs string, count int, err error)
+	// Revision names the Wayfinder code measured (a commit). Default:
+	// none given.
+	Revision string
 	// Log receives progress. Default: discarded.
 	Log io.Writer
 }
@@ -57,6 +60,12 @@ type Report struct {
 	Duration time.Duration
 	// Machine describes where it ran.
 	Machine Machine
+	// Revision names the Wayfinder code measured.
+	Revision string
+	// Settle is how each side waits after a click: Wayfinder's default
+	// quiet period (no network, navigation or DOM change) and Playwright
+	// MCP's default settle timeout.
+	OursSettle, TheirsSettle time.Duration
 	// Tokenizer names the encoding both sides are counted with.
 	Tokenizer string
 	// Iterations and Warmup are per page and side.
@@ -177,7 +186,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Date: time.Now(), Tokenizer: tok.Name(), Iterations: cfg.Iterations, Warmup: cfg.Warmup}
+	r := &Report{
+		Date: time.Now(), Revision: cfg.Revision, Tokenizer: tok.Name(), Iterations: cfg.Iterations, Warmup: cfg.Warmup,
+		OursSettle: browser.DefaultSettleQuiet, TheirsSettle: playwrightSettle,
+	}
 	defer func() { r.Duration = time.Since(r.Date) }()
 
 	site, err := StartSite()

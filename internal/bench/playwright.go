@@ -18,6 +18,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// playwrightSettle is Playwright MCP's default wait after an action for
+// the work it triggered (--timeout-settle), which the benchmark keeps.
+const playwrightSettle = 500 * time.Millisecond
+
 // PlaywrightConfig says how to start Microsoft's Playwright MCP server.
 type PlaywrightConfig struct {
 	// Node is the Node.js binary. Default "node" on PATH.

@@ -51,6 +51,7 @@ func renderHeader(b *strings.Builder, r *Report) {
 		{"Node.js", orDash(m.Node)},
 		{"Playwright MCP", "@playwright/mcp " + orDash(m.PlaywrightMCP)},
 		{"tokenizer (both sides)", r.Tokenizer + " (tiktoken-go, ranks embedded, offline)"},
+		{"Wayfinder revision", orDash(r.Revision)},
 		{"samples", fmt.Sprintf("%d measured steps per page and side after %d warm-up steps; median and p95", r.Iterations, r.Warmup)},
 	})
 }
@@ -60,21 +61,11 @@ func renderTargets(b *strings.Builder, r *Report) {
 	var rows [][]string
 
 	// Median snapshot tokens at most half of Playwright MCP's, page by page.
-	worst, worstPage, pending := -1.0, "", false
-	for _, p := range r.Pages {
-		ratio, ok := Ratio(p.Ours.SnapshotTokens.Median, p.Theirs.SnapshotTokens.Median)
-		if !ok || p.Ours.SnapshotTokens.N == 0 {
-			pending = true
-			continue
-		}
-		if ratio > worst {
-			worst, worstPage = ratio, p.Page.Name
-		}
-	}
+	tokens := pageRatios(r.Pages, func(s SideResult) Summary { return s.SnapshotTokens })
 	rows = append(rows, []string{
 		"median snapshot tokens ≤ ½ of Playwright MCP's on every page",
-		ifMeasured(worst >= 0, fmt.Sprintf("worst ratio %s (%s)", ratioStr(worst), worstPage)),
-		verdict(worst >= 0 && !pending, worst <= tokenRatioTarget),
+		tokens.String(),
+		verdict(tokens.complete(), tokens.worst <= tokenRatioTarget),
 	})
 
 	// p95 within 2,000 tokens everywhere.
@@ -87,25 +78,15 @@ func renderTargets(b *strings.Builder, r *Report) {
 	rows = append(rows, []string{
 		fmt.Sprintf("p95 snapshot tokens ≤ %s on every page", thousands(tokenP95Limit)),
 		ifMeasured(maxP95 >= 0, fmt.Sprintf("largest p95 %s (%s)", thousands(maxP95), maxPage)),
-		verdict(maxP95 >= 0 && !pending, maxP95 <= tokenP95Limit),
+		verdict(maxP95 >= 0 && tokens.complete(), maxP95 <= tokenP95Limit),
 	})
 
 	// Step time well under Playwright MCP's.
-	worst, worstPage, pending = -1, "", false
-	for _, p := range r.Pages {
-		ratio, ok := Ratio(p.Ours.Step.Median, p.Theirs.Step.Median)
-		if !ok || p.Ours.Step.N == 0 {
-			pending = true
-			continue
-		}
-		if ratio > worst {
-			worst, worstPage = ratio, p.Page.Name
-		}
-	}
+	steps := pageRatios(r.Pages, func(s SideResult) Summary { return s.Step })
 	rows = append(rows, []string{
 		"step (snapshot + screenshot + click to settled) ≤ ½ of Playwright MCP's, median, every page",
-		ifMeasured(worst >= 0, fmt.Sprintf("worst ratio %s (%s)", ratioStr(worst), worstPage)),
-		verdict(worst >= 0 && !pending, worst <= stepRatioTarget),
+		steps.String(),
+		verdict(steps.complete(), steps.worst <= stepRatioTarget),
 	})
 
 	// Tool definitions well under Playwright MCP's.
@@ -130,6 +111,50 @@ func renderTargets(b *strings.Builder, r *Report) {
 		"(below 1 means Wayfinder is smaller or faster).\n")
 }
 
+// ratioRange is the range over pages of a ratio of medians (ours/theirs).
+type ratioRange struct {
+	worst, best         float64
+	worstPage, bestPage string
+	measured, pages     int
+}
+
+// pageRatios computes the range of metric's ratio of medians over pages.
+func pageRatios(pages []PageResult, metric func(SideResult) Summary) ratioRange {
+	rr := ratioRange{worst: math.Inf(-1), best: math.Inf(1), pages: len(pages)}
+	for _, p := range pages {
+		ours, theirs := metric(p.Ours), metric(p.Theirs)
+		x, ok := Ratio(ours.Median, theirs.Median)
+		if !ok || ours.N == 0 {
+			continue
+		}
+		rr.measured++
+		if x > rr.worst {
+			rr.worst, rr.worstPage = x, p.Page.Name
+		}
+		if x < rr.best {
+			rr.best, rr.bestPage = x, p.Page.Name
+		}
+	}
+	return rr
+}
+
+// complete reports whether every page was measured on both sides.
+func (rr ratioRange) complete() bool { return rr.pages > 0 && rr.measured == rr.pages }
+
+func (rr ratioRange) String() string {
+	if rr.measured == 0 {
+		return "pending"
+	}
+	s := fmt.Sprintf("ratio %s (%s)", ratioStr(rr.worst), rr.worstPage)
+	if rr.measured > 1 {
+		s = fmt.Sprintf("worst ratio %s (%s), best %s (%s)", ratioStr(rr.worst), rr.worstPage, ratioStr(rr.best), rr.bestPage)
+	}
+	if !rr.complete() {
+		s += fmt.Sprintf("; %d of %d pages measured", rr.measured, rr.pages)
+	}
+	return s
+}
+
 func renderMethod(b *strings.Builder, r *Report) {
 	b.WriteString(`
 ## Method
@@ -141,15 +166,18 @@ func renderMethod(b *strings.Builder, r *Report) {
 - One step is what an agent does per turn: take a snapshot, take a screenshot (PNG, viewport),
   find the page's click target in the snapshot by role and name (untimed), click it. Every click
   changes the page (a counter in a status line) without navigating.
-- **Wayfinder**: ` + "`internal/browser`" + ` on a context leased from ` + "`internal/pool`" + `.
-  Snapshot tokens count the text rendering the model reads.
+- **Wayfinder**: ` + "`internal/browser`" + ` on a context leased from ` + "`internal/pool`" + ` with the
+  defaults an agent gets: ` + "`Page.Snapshot`" + ` (at most 100 elements by priority) rendered by
+  ` + "`Snapshot.Text`" + `, whose tokens are counted; ` + "`Page.Capture`" + ` (PNG); ` + "`Page.Do`" + ` click by ref,
+  which settles when the page has had no network, navigation or DOM change for ` + durationMillis(r.OursSettle) + `.
 - **Playwright MCP**: ` + "`@playwright/mcp`" + ` over stdio with the official MCP Go SDK
   (` + "`--headless --browser chromium --executable-path <system chromium> --isolated`" + `, ` + "`--no-sandbox`" + `
-  as root, default settle timeout). Its figures are whole tool calls as a client sees them:
-  ` + "`browser_snapshot`" + `, ` + "`browser_take_screenshot`" + `, ` + "`browser_click`" + ` with the ref its snapshot gave.
-  Snapshot tokens count the whole text of the ` + "`browser_snapshot`" + ` response (page header,
-  aria-YAML, events), which is what its client hands the model. Its ` + "`browser_click`" + ` writes
-  the new snapshot to a file instead of returning it, so that cost is inside its click latency.
+  as root, its default settle timeout of ` + durationMillis(r.TheirsSettle) + ` after an action). Its figures are
+  whole tool calls as a client sees them: ` + "`browser_snapshot`" + `, ` + "`browser_take_screenshot`" + `,
+  ` + "`browser_click`" + ` with the ref its snapshot gave. Snapshot tokens count the whole text of the
+  ` + "`browser_snapshot`" + ` response (page header, aria-YAML, events), which is what its client hands
+  the model. Its ` + "`browser_click`" + ` writes the new snapshot to a file instead of returning it, so
+  that cost is inside its click latency.
 - Tool definitions are counted as a model API receives them: a JSON array of name, description
   and input schema per tool (titles and annotations are for clients and are left out).
 - Memory is proportional set size (PSS: shared pages divided among their sharers) from

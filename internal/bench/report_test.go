@@ -23,7 +23,8 @@ func sampleReport() *Report {
 		Date:      time.Date(2026, 11, 22, 3, 30, 0, 0, time.UTC),
 		Duration:  150 * time.Second,
 		Machine:   Machine{CPU: "AMD EPYC", Cores: 2, MemoryBytes: 8 << 30, Go: "go1.26.8", PlaywrightMCP: "0.0.83"},
-		Tokenizer: "o200k_base", Iterations: 15, Warmup: 2,
+		Tokenizer: "o200k_base", Iterations: 15, Warmup: 2, Revision: "86d6ac2",
+		OursSettle: 300 * time.Millisecond, TheirsSettle: 500 * time.Millisecond,
 		Pages: []PageResult{
 			{Page: Page{Name: "form", About: "a form", Click: Target{"button", "Save draft"}},
 				Ours: full(400, 450, 160), Theirs: full(1200, 1200, 750)},
@@ -53,12 +54,15 @@ func TestRenderMarkdown(t *testing.T) {
 		"| CPU | AMD EPYC, 2 logical cores |",
 		"| memory | 8.0 GiB |",
 		"| Playwright MCP | @playwright/mcp 0.0.83 |",
+		"| Wayfinder revision | 86d6ac2 |",
 		"| samples | 15 measured steps per page and side after 2 warm-up steps; median and p95 |",
+		"no network, navigation or DOM change for 300 ms.",
+		"its default settle timeout of 500 ms after an action",
 		// Worst page ratio 400/1200 = 0.33 meets the token target...
-		"| median snapshot tokens ≤ ½ of Playwright MCP's on every page | worst ratio 0.33 (form) | **met** |",
+		"| median snapshot tokens ≤ ½ of Playwright MCP's on every page | worst ratio 0.33 (form), best 0.02 (many) | **met** |",
 		// ...but the many page's p95 is over 2,000.
 		"| p95 snapshot tokens ≤ 2,000 on every page | largest p95 2,100 (many) | **not met** |",
-		"worst ratio 0.21 (form) | **met** |",
+		"| step (snapshot + screenshot + click to settled) ≤ ½ of Playwright MCP's, median, every page | worst ratio 0.21 (form), best 0.10 (many) | **met** |",
 		"| tool definitions ≤ ½ of Playwright MCP's (3,782 tokens, 25 tools) | not yet defined (issue 4) | pending |",
 		"| form | a form | button \"Save draft\" |",
 		"| many | 1,800 | 2,100 | 99,000 | 99,500 | 0.02 |",
@@ -82,11 +86,14 @@ func TestRenderMarkdownPendingAndFailures(t *testing.T) {
 	r.Pages[1].Theirs = SideResult{Err: "iteration 3: snapshot: playwright mcp: browser_snapshot: EOF"}
 	r.Tools = ToolsResult{TheirsCount: 25, TheirsTokens: 4000, OursCount: 9, OursTokens: 1500}
 	r.Memory = MemoryResult{}
+	r.Pages = append(r.Pages, PageResult{Page: Page{Name: "table"}, Ours: r.Pages[1].Ours, Theirs: r.Pages[1].Ours})
 	r.Errors = []string{"memory: Wayfinder's browser process not found"}
 	md := render(t, r)
 	for _, want := range []string{
 		// The token target cannot be judged while a page is pending.
-		"| median snapshot tokens ≤ ½ of Playwright MCP's on every page | pending | pending |",
+		// One page of three has both sides measured: no verdict yet.
+		"| median snapshot tokens ≤ ½ of Playwright MCP's on every page | ratio 1.00 (table); 1 of 3 pages measured | pending |",
+		"| p95 snapshot tokens ≤ 2,000 on every page | largest p95 2,100 (many) | pending |",
 		"| tool definitions ≤ ½ of Playwright MCP's (4,000 tokens, 25 tools) | 1,500 tokens (0.38) | **met** |",
 		"| form | pending | pending | 1,200 | 1,200 | — |", // tokens
 		"| form | 40.0 | 50.0 | 40.0 | 50.0 | 1.00 |",      // screenshot measured
