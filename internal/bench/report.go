@@ -238,7 +238,8 @@ func renderPages(b *strings.Builder, r *Report) {
 func renderOverhead(b *strings.Builder, r *Report) {
 	b.WriteString("\n## Pool and memory\n\n")
 	rows := [][]string{
-		{"pool lease (new incognito context, warm browser), ms", summaryCell(r.Pool.Lease, millis), "— (one browser per session; see cold start)"},
+		{"pool lease (a new incognito context in a warm browser while the previous one closes in the background, as between runs), ms",
+			summaryCell(r.Pool.Lease, millis), "— (one browser per session; see cold start)"},
 	}
 	m := r.Memory
 	if m.Contexts > 0 {

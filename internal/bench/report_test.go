@@ -69,7 +69,7 @@ func TestRenderMarkdown(t *testing.T) {
 		"| form | 20.0 | 30.0 | 20.0 | 30.0 | 1.00 |",
 		"| form | 50.0 KiB | 50.8 KiB | 50.0 KiB | 50.8 KiB | 1.00 |",
 		"| form | 160 | 192 | 750 | 900 | 0.21 |",
-		"| pool lease (new incognito context, warm browser), ms | 6.0 / 7.0 |",
+		"as between runs), ms | 6.0 / 7.0 |",
 		"| memory per open context (each of 4 more, a page on the form) | 48.0 MiB | 602.0 MiB (a whole session: server and browser) |",
 		"| start (Wayfinder: launch Chromium; Playwright MCP: start the server, MCP initialize) | 633 ms | 1,128 ms |",
 		"| Playwright MCP | 25 tools, 3,782 tokens (17,631 characters) |",
