@@ -71,8 +71,8 @@ const (
 	ActionGetCookies ActionKind = "get_cookies"
 	// ActionSetCookies stores Cookies in the session.
 	ActionSetCookies ActionKind = "set_cookies"
-	// ActionScreenshot captures the viewport (or the full page, FullPage)
-	// as PNG.
+	// ActionScreenshot captures the viewport, or the whole page (FullPage),
+	// as PNG (or Format "jpeg" at Quality).
 	ActionScreenshot ActionKind = "screenshot"
 )
 
@@ -120,8 +120,12 @@ type Action struct {
 	Extract *ExtractSpec `json:"extract,omitempty"`
 	// Cookies to set.
 	Cookies []Cookie `json:"cookies,omitempty"`
-	// FullPage captures the whole page instead of the viewport.
-	FullPage bool `json:"full_page,omitempty"`
+	// FullPage captures the whole page instead of the viewport; Format
+	// ("png", the default, or "jpeg") and Quality (JPEG, default 80) shape
+	// the image of a screenshot.
+	FullPage bool   `json:"full_page,omitempty"`
+	Format   string `json:"format,omitempty"`
+	Quality  int    `json:"quality,omitempty"`
 	// Dialog answers the JavaScript dialogs opened during this action,
 	// instead of the session's policy.
 	Dialog *DialogPolicy `json:"dialog,omitempty"`
@@ -154,6 +158,9 @@ type ActionOptions struct {
 	StrategyTimeout time.Duration
 	// Settle bounds the wait for the page to settle after an action.
 	Settle SettleOptions
+	// Snapshot shapes the snapshot every result carries. Default: the
+	// default snapshot.
+	Snapshot SnapshotOptions
 }
 
 // Defaults of ActionOptions.
@@ -272,14 +279,18 @@ type ActionResult struct {
 	RowsMatched int                 `json:"rows_matched,omitempty"`
 	// Cookies are the result of get_cookies.
 	Cookies []Cookie `json:"cookies,omitempty"`
-	// Screenshot is the image of screenshot (PNG).
-	Screenshot []byte `json:"-"`
+	// Screenshot is the image of screenshot.
+	Screenshot *Image `json:"screenshot,omitempty"`
 	// Scroll is the scroll position after a scroll.
 	Scroll *ScrollPosition `json:"scroll,omitempty"`
 	// Settle reports the wait for the page to settle.
 	Settle SettleReport `json:"settle"`
-	// Duration of the whole action, settling included.
+	// Duration of the action and its settling (the snapshot excluded).
 	Duration time.Duration `json:"duration"`
+	// Snapshot is the active page after the action, taken after settling,
+	// with the result's Dialogs; SnapshotError says why it is missing.
+	Snapshot      *Snapshot `json:"snapshot,omitempty"`
+	SnapshotError string    `json:"snapshot_error,omitempty"`
 	// Page is the active page after the action: the popup the action
 	// opened, the tab switched to, or the page itself. The next action goes
 	// to it.
@@ -314,9 +325,10 @@ type outcome struct {
 }
 
 // Do performs a on the page, waits for the page to settle and reports what
-// happened. Failures of the action are in the result (Success false, Error
-// set); the returned error is reserved for a browser that is gone or a ctx
-// that ended, after which the page cannot be used.
+// happened, with a fresh snapshot of the active page. Failures of the action
+// are in the result (Success false, Error set); the returned error is
+// reserved for a browser that is gone or a ctx that ended, after which the
+// page cannot be used.
 func (pg *Page) Do(ctx context.Context, a Action) (*ActionResult, error) {
 	start := time.Now()
 	tab := pg.tab
@@ -353,41 +365,79 @@ func (pg *Page) Do(ctx context.Context, a Action) (*ActionResult, error) {
 		res.Error = toActionError(err, actx, timeout)
 	}
 	res.Success = res.Error == nil
-
 	if out.acted || res.Success {
 		res.Settle = pg.settle(ctx, start, opts.Settle)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: settle: %w", a.Kind, context.Cause(ctx))
-		}
 	}
-	active := pg
-	if res.Page != nil {
-		active = res.Page
-	} else if popup := tab.tracker.newestSince(adoptedBefore); popup != nil {
-		active, res.OpenedTab = popup, true
-		tab.tracker.activate(popup)
-		// The model sees the popup next: let it load too.
-		ps := popup.settle(ctx, start, opts.Settle)
-		res.Settle.Duration += ps.Duration
-		res.Settle.Capped, res.Settle.Busy = res.Settle.Capped || ps.Capped, res.Settle.Busy+ps.Busy
-	}
-	if active == pg && tab.isClosed() {
-		active = tab.tracker.activePage()
-	}
-	res.Page = active
-	if active != nil {
-		res.Tab = active.tab.id
-		if url, _, err := active.Location(ctx); err == nil {
-			res.URL = url
-		}
-	}
+	pg.follow(ctx, res, start, adoptedBefore, opts.Settle)
 	res.Navigated = out.navigated || tab.state(start).navSeq != navBefore
 	res.Dialogs = append(res.Dialogs, tab.takeDialogs()...)
-	if active != nil && active != pg {
-		res.Dialogs = append(res.Dialogs, active.tab.takeDialogs()...)
+	if res.Page != nil && res.Page != pg {
+		res.Dialogs = append(res.Dialogs, res.Page.tab.takeDialogs()...)
 	}
 	res.Duration = time.Since(start)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: %w", a.Kind, context.Cause(ctx))
+	}
+	if err := pg.describeAfter(ctx, res, opts.Timeout, opts.Snapshot); err != nil || ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: %w", a.Kind, errors.Join(err, context.Cause(ctx)))
+	}
 	return res, nil
+}
+
+// follow decides which page the action leaves active — the one the action
+// named (switch or close tab), else a popup it opened (which is let load),
+// else this page — and sets res.Page.
+func (pg *Page) follow(ctx context.Context, res *ActionResult, start time.Time, adoptedBefore int, so SettleOptions) {
+	t := pg.tab.tracker
+	switch popup := t.newestSince(adoptedBefore); {
+	case res.Page != nil:
+	case popup != nil:
+		res.Page, res.OpenedTab = popup, true
+		t.activate(popup)
+		ps := popup.settle(ctx, start, so)
+		res.Settle.Duration += ps.Duration
+		if ps.Capped {
+			res.Settle.Capped, res.Settle.Busy = true, ps.Busy
+		}
+	case pg.tab.isClosed():
+		res.Page = t.activePage()
+	default:
+		res.Page = pg
+	}
+}
+
+// describeAfter fills what the model sees after the action: the active
+// tab, its URL, the tabs and a fresh snapshot (all within timeout). It
+// returns an error only when the browser is gone or ctx ended.
+func (pg *Page) describeAfter(ctx context.Context, res *ActionResult, timeout time.Duration, so SnapshotOptions) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := pg.tab.tracker
+	if err := t.refresh(ctx); errors.Is(err, ErrBrowserGone) {
+		return err
+	}
+	if res.Tabs != nil {
+		res.Tabs = t.tabs()
+	}
+	active := res.Page
+	if active == nil {
+		return nil
+	}
+	res.Tab = active.tab.id
+	if url, _, err := active.Location(ctx); err == nil {
+		res.URL = url
+	}
+	snap, err := active.Snapshot(ctx, so)
+	switch {
+	case err == nil:
+		snap.Dialogs = res.Dialogs
+		res.Snapshot = snap
+	case errors.Is(err, ErrBrowserGone):
+		return fmt.Errorf("snapshot: %w", err)
+	default:
+		res.SnapshotError = err.Error()
+	}
+	return nil
 }
 
 // toActionError classifies an implementation's error.

@@ -268,7 +268,7 @@ var jsScroll = jsFn(`function(dir, amount) {
   return {
     container: c === se ? 'page' : describe(c),
     x: c.scrollLeft, y: c.scrollTop,
-    maxX: c.scrollWidth - c.clientWidth, maxY: c.scrollHeight - c.clientHeight,
+    max_x: c.scrollWidth - c.clientWidth, max_y: c.scrollHeight - c.clientHeight,
     moved: before[0] !== c.scrollLeft || before[1] !== c.scrollTop,
   };
 }`)
@@ -277,7 +277,7 @@ var jsScroll = jsFn(`function(dir, amount) {
 var jsScrollIntoView = jsFn(`function() {
   this.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
   const se = document.scrollingElement || document.documentElement;
-  return {container: 'page', x: se.scrollLeft, y: se.scrollTop, maxX: se.scrollWidth - se.clientWidth, maxY: se.scrollHeight - se.clientHeight, moved: true};
+  return {container: 'page', x: se.scrollLeft, y: se.scrollTop, max_x: se.scrollWidth - se.clientWidth, max_y: se.scrollHeight - se.clientHeight, moved: true};
 }`)
 
 // jsWaitText resolves true once the page's text contains the wanted text

@@ -55,11 +55,13 @@ func do(t *testing.T, pg *browser.Page, a browser.Action) *browser.ActionResult 
 	return res
 }
 
-// ok runs a and requires it to succeed.
+// ok runs a and requires it to succeed and to report a fresh snapshot.
 func ok(t *testing.T, pg *browser.Page, a browser.Action) *browser.ActionResult {
 	t.Helper()
 	res := do(t, pg, a)
 	require.Truef(t, res.Success, "%s failed: %+v", a.Kind, res.Error)
+	require.NotNil(t, res.Snapshot, res.SnapshotError)
+	require.Equal(t, res.Page.SnapshotID(), res.Snapshot.ID)
 	return res
 }
 
@@ -71,6 +73,7 @@ func failsWith(t *testing.T, pg *browser.Page, a browser.Action, code browser.Er
 	require.NotNil(t, res.Error)
 	require.Equalf(t, code, res.Error.Code, "message: %s", res.Error.Message)
 	require.NotEmpty(t, res.Error.Message)
+	require.NotNil(t, res.Snapshot, "a failed action reports a fresh snapshot too: %s", res.SnapshotError)
 	return res
 }
 
@@ -82,13 +85,30 @@ func js(t *testing.T, pg *browser.Page, expr string) gson.JSON {
 	return v
 }
 
-// refs gives the elements of selectors refs @e0, @e1, ... and returns the
-// snapshot ID.
-func refs(t *testing.T, pg *browser.Page, selectors ...string) string {
+// snap takes a snapshot of pg.
+func snap(t *testing.T, pg *browser.Page) *browser.Snapshot {
 	t.Helper()
-	id, err := browser.ActionRefs(context.Background(), pg, selectors...)
+	s, err := pg.Snapshot(context.Background(), browser.SnapshotOptions{})
 	require.NoError(t, err)
-	return id
+	return s
+}
+
+// ref returns the ref of the element of s with role and name.
+func ref(t *testing.T, s *browser.Snapshot, role, name string) string {
+	t.Helper()
+	for _, e := range s.Elements {
+		if e.Role == role && e.Name == name {
+			return e.Ref
+		}
+	}
+	require.Failf(t, "no such element", "%s %q in\n%s", role, name, s.Text())
+	return ""
+}
+
+// refOf snapshots pg and returns the ref of the element with role and name.
+func refOf(t *testing.T, pg *browser.Page, role, name string) string {
+	t.Helper()
+	return ref(t, snap(t, pg), role, name)
 }
 
 func TestPointerActions(t *testing.T) {
@@ -97,20 +117,20 @@ func TestPointerActions(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		kind   browser.ActionKind
-		sel    string
+		button string
 		expect string // JS expression that must be true afterwards
 	}{
-		{"click", browser.ActionClick, "#click", "log.click === 1"},
-		{"double click", browser.ActionDoubleClick, "#dbl", "log.dbl === 1"},
-		{"right click", browser.ActionRightClick, "#ctx", "log.ctx === 1"},
-		{"hover", browser.ActionHover, "#hover", "log.hover === 1"},
-		{"click scrolls into view", browser.ActionClick, "#far", "log.far === 1 && scrollY > 1000"},
+		{"click", browser.ActionClick, "Click me", "log.click === 1"},
+		{"double click", browser.ActionDoubleClick, "Double me", "log.dbl === 1"},
+		{"right click", browser.ActionRightClick, "Right me", "log.ctx === 1"},
+		{"hover", browser.ActionHover, "Hover me", "log.hover === 1"},
+		{"click scrolls into view", browser.ActionClick, "Far away", "log.far === 1 && scrollY > 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			pg := env.page(t, "/pointer.html")
-			refs(t, pg, tc.sel)
-			res := ok(t, pg, browser.Action{Kind: tc.kind, Ref: "@e0"})
+			s := snap(t, pg)
+			res := ok(t, pg, browser.Action{Kind: tc.kind, Ref: ref(t, s, "button", tc.button), SnapshotID: s.ID})
 			require.Equal(t, browser.StrategyRef, res.Strategy)
 			require.NotEmpty(t, res.Element)
 			require.True(t, js(t, pg, tc.expect).Bool(), "expected %s; log %s", tc.expect, js(t, pg, "JSON.stringify(log)").Str())
@@ -123,22 +143,27 @@ func TestPointerPrechecks(t *testing.T) {
 	env := newActionEnv(t)
 	for _, tc := range []struct {
 		name     string
-		sel      string
+		button   string
+		change   string // what the page does after the snapshot
 		code     browser.ErrorCode
 		covering string
 		unclick  string // a JS expression that must stay true: the click did not happen
 	}{
-		{"disabled", "#disabled", browser.CodeElementDisabled, "", "log.disabled === 0"},
-		{"aria-disabled", "#ariadis", browser.CodeElementDisabled, "", "log.ariadis === 0"},
-		{"display none", "#gone", browser.CodeElementNotVisible, "", "true"},
-		{"visibility hidden", "#invisible", browser.CodeElementNotVisible, "", "true"},
-		{"covered by an overlay", "#covered", browser.CodeElementObscured, `div#overlay "We use cookies. Accept"`, "log.covered === 0"},
+		{"disabled", "Disabled", "", browser.CodeElementDisabled, "", "log.disabled === 0"},
+		{"aria-disabled", "Aria disabled", "", browser.CodeElementDisabled, "", "log.ariadis === 0"},
+		{"display none", "Click me", "document.getElementById('click').style.display = 'none'", browser.CodeElementNotVisible, "", "log.click === 0"},
+		{"visibility hidden", "Click me", "document.getElementById('click').style.visibility = 'hidden'", browser.CodeElementNotVisible, "", "log.click === 0"},
+		{"covered by an overlay", "Covered", "document.getElementById('overlay').style.display = 'block'",
+			browser.CodeElementObscured, `div#overlay "We use cookies. Accept"`, "log.covered === 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			pg := env.page(t, "/pointer.html")
-			refs(t, pg, tc.sel)
-			res := failsWith(t, pg, browser.Action{Kind: browser.ActionClick, Ref: "@e0"}, tc.code)
+			r := refOf(t, pg, "button", tc.button)
+			if tc.change != "" {
+				js(t, pg, tc.change)
+			}
+			res := failsWith(t, pg, browser.Action{Kind: browser.ActionClick, Ref: r}, tc.code)
 			require.Equal(t, tc.covering, res.Error.Covering)
 			require.True(t, js(t, pg, tc.unclick).Bool())
 			require.Zero(t, res.Settle.Duration, "nothing happened, so nothing to settle")
@@ -265,29 +290,34 @@ func TestRefs(t *testing.T) {
 	t.Run("unknown and outdated refs", func(t *testing.T) {
 		t.Parallel()
 		pg := env.page(t, "/replace.html")
-		failsWith(t, pg, browser.Action{Kind: browser.ActionClick, Ref: "@e0"}, browser.CodeRefInvalid) // no snapshot yet
-		old := refs(t, pg, "#save")
-		refs(t, pg, "#save")
-		failsWith(t, pg, browser.Action{Kind: browser.ActionClick, Ref: "@e9"}, browser.CodeRefInvalid)
-		failsWith(t, pg, browser.Action{Kind: browser.ActionClick, Ref: "@e0", SnapshotID: old}, browser.CodeRefInvalid)
+		res := failsWith(t, pg, browser.Action{Kind: browser.ActionClick, Ref: "@e0"}, browser.CodeRefInvalid)
+		require.Contains(t, res.Error.Message, "no snapshot")
+		old := res.Snapshot
+		fresh := snap(t, pg)
+		failsWith(t, pg, browser.Action{Kind: browser.ActionClick, Ref: "@e99"}, browser.CodeRefInvalid)
+		failsWith(t, pg, browser.Action{Kind: browser.ActionClick, Ref: ref(t, fresh, "button", "Save"), SnapshotID: old.ID}, browser.CodeRefInvalid)
 		require.Equal(t, "[]", js(t, pg, "JSON.stringify(log)").Str())
 	})
 	t.Run("element removed", func(t *testing.T) {
 		t.Parallel()
 		pg := env.page(t, "/replace.html")
-		refs(t, pg, "#remove")
+		r := refOf(t, pg, "button", "Remove")
 		js(t, pg, "drop()")
-		res := failsWith(t, pg, browser.Action{Kind: browser.ActionClick, Ref: "@e0"}, browser.CodeRefInvalid)
+		res := failsWith(t, pg, browser.Action{Kind: browser.ActionClick, Ref: r}, browser.CodeRefInvalid)
 		require.Contains(t, res.Error.Message, "no longer in the page")
+		require.Equal(t, "[]", js(t, pg, "JSON.stringify(log)").Str())
 	})
 	t.Run("element replaced by an equivalent", func(t *testing.T) {
 		t.Parallel()
 		pg := env.page(t, "/replace.html")
-		refs(t, pg, "#save")
+		r := refOf(t, pg, "button", "Save")
 		js(t, pg, "rerender()")
-		res := ok(t, pg, browser.Action{Kind: browser.ActionClick, Ref: "@e0"})
+		res := ok(t, pg, browser.Action{Kind: browser.ActionClick, Ref: r})
 		require.Equal(t, browser.StrategyRef, res.Strategy)
 		require.Contains(t, res.Note, "replaced")
 		require.Equal(t, `["save-2"]`, js(t, pg, "JSON.stringify(log)").Str())
+		// The result's snapshot serves the next action.
+		ok(t, pg, browser.Action{Kind: browser.ActionClick, Ref: ref(t, res.Snapshot, "button", "Remove"), SnapshotID: res.Snapshot.ID})
+		require.Equal(t, `["save-2","remove"]`, js(t, pg, "JSON.stringify(log)").Str())
 	})
 }

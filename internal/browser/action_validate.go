@@ -36,7 +36,7 @@ var actionFields = map[ActionKind][]string{
 	ActionExtract:     {"extract"},
 	ActionGetCookies:  {"url"},
 	ActionSetCookies:  {"cookies"},
-	ActionScreenshot:  {"full_page"},
+	ActionScreenshot:  {"full_page", "format", "quality"},
 }
 
 // present lists the fields a sets.
@@ -64,6 +64,8 @@ func (a Action) present() []string {
 	add(a.Extract != nil, "extract")
 	add(len(a.Cookies) > 0, "cookies")
 	add(a.FullPage, "full_page")
+	add(a.Format != "", "format")
+	add(a.Quality != 0, "quality")
 	return f
 }
 
@@ -176,6 +178,15 @@ func (a Action) validate() error {
 		if len(a.Files) == 0 {
 			return fail(CodeInvalidParams, "upload needs files")
 		}
+	case ActionScreenshot:
+		switch strings.ToLower(a.Format) {
+		case "", FormatPNG, FormatJPEG, "jpg":
+		default:
+			return fail(CodeInvalidParams, "unknown image format %q (png or jpeg)", a.Format)
+		}
+		if a.Quality < 0 || a.Quality > 100 {
+			return fail(CodeInvalidParams, "quality must be between 1 and 100")
+		}
 	case ActionSwitchTab:
 		if a.Tab == "" {
 			return fail(CodeInvalidParams, "switch_tab needs a tab id")
@@ -199,4 +210,3 @@ func (a Action) validate() error {
 	}
 	return nil
 }
-

@@ -61,7 +61,12 @@ func NewSession(ctx context.Context, b *rod.Browser, opts SessionOptions) (*Sess
 	}
 	inc := *b
 	inc.BrowserContextID = res.BrowserContextID
-	return &Session{b: &inc, tabs: newTabTracker(&inc)}, nil
+	tabs, err := newTabTracker(ctx, &inc)
+	if err != nil {
+		_ = inc.Context(ctx).Close()
+		return nil, err
+	}
+	return &Session{b: &inc, tabs: tabs}, nil
 }
 
 // Close disposes of the context and every page in it.
@@ -130,7 +135,7 @@ func (s *Session) NewPage(ctx context.Context, opts PageOptions) (*Page, error) 
 		}
 	}
 	pg := &Page{p: p}
-	if err := s.tabs.adopt(ctx, pg, opts, ""); err != nil {
+	if err := s.tabs.adopt(ctx, pg, opts); err != nil {
 		return nil, err
 	}
 	return pg, nil

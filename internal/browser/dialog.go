@@ -61,7 +61,7 @@ func (pt *pageTab) answerDialog(e proto.PageJavascriptDialogOpening, _ time.Time
 	// input event in flight) until answered, and nothing else can answer it.
 	ctx, cancel := context.WithTimeout(pt.tracker.ctx, 5*time.Second)
 	defer cancel()
-	if err := req.Call(pt.pg.p.Context(ctx)); err != nil {
+	if err := req.Call(pt.client(ctx)); err != nil {
 		ev.Error = err.Error()
 	}
 	pt.mu.Lock()

@@ -151,29 +151,12 @@ func (pg *Page) doSetCookies(ctx context.Context, a Action, opts ActionOptions, 
 	return nil
 }
 
-// doScreenshot captures the viewport, or the whole page, as PNG.
+// doScreenshot captures the viewport or the whole page.
 func (pg *Page) doScreenshot(ctx context.Context, a Action, out *outcome) error {
-	if !a.FullPage {
-		png, err := pg.Screenshot(ctx)
-		if err != nil {
-			return err
-		}
-		out.res.Screenshot = png
-		return nil
-	}
-	p := pg.p.Context(ctx)
-	m, err := proto.PageGetLayoutMetrics{}.Call(p)
+	img, err := pg.Capture(ctx, ScreenshotOptions{Format: a.Format, Quality: a.Quality, FullPage: a.FullPage})
 	if err != nil {
-		return classify(fmt.Errorf("layout metrics: %w", err))
+		return err
 	}
-	r, err := proto.PageCaptureScreenshot{
-		Format:                proto.PageCaptureScreenshotFormatPng,
-		CaptureBeyondViewport: true,
-		Clip:                  &proto.PageViewport{Width: m.CSSContentSize.Width, Height: m.CSSContentSize.Height, Scale: 1},
-	}.Call(p)
-	if err != nil {
-		return classify(fmt.Errorf("screenshot: %w", err))
-	}
-	out.res.Screenshot = r.Data
+	out.res.Screenshot = img
 	return nil
 }

@@ -31,17 +31,24 @@ type TabInfo struct {
 // sees them. One goroutine reads the browser's event stream for the whole
 // session and routes page events (network, loading, dialogs) to the page
 // they belong to.
+//
+// Popups are caught by a browser-target session that auto-attaches to
+// every new page; Chromium holds a page so attached until it is resumed, so
+// the tracker turns a popup's events and emulation on before the popup runs
+// a line of script (a dialog its first script opens is answered, not left
+// blocking the page for good), and resumes every other page at once.
 type tabTracker struct {
 	b      *rod.Browser // the session's browser context, bound to ctx
+	root   proto.TargetSessionID
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
 
 	mu        sync.Mutex
 	opts      ActionOptions
-	pages     []*Page // in the order they were opened
+	pages     []*Page // ready tabs, in the order they were opened
 	byTarget  map[proto.TargetTargetID]*Page
-	bySession map[proto.TargetSessionID]*Page
+	bySession map[proto.TargetSessionID]*pageTab
 	info      map[proto.TargetTargetID]proto.TargetTargetInfo
 	active    *Page
 	front     *Page // the page last brought to the front
@@ -53,34 +60,74 @@ type tabTracker struct {
 	changed  chan struct{}
 }
 
+// cdpCall bounds the tracker's own CDP calls.
+const cdpCall = 5 * time.Second
+
 // newTabTracker starts following the pages of the browser context b. It
 // runs until stop or until the browser connection ends.
-func newTabTracker(b *rod.Browser) *tabTracker {
-	ctx, cancel := context.WithCancel(b.GetContext())
+func newTabTracker(ctx context.Context, b *rod.Browser) (*tabTracker, error) {
+	tctx, cancel := context.WithCancel(b.GetContext())
 	t := &tabTracker{
-		b:         b.Context(ctx),
-		ctx:       ctx,
+		b:         b.Context(tctx),
+		ctx:       tctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
 		byTarget:  map[proto.TargetTargetID]*Page{},
-		bySession: map[proto.TargetSessionID]*Page{},
+		bySession: map[proto.TargetSessionID]*pageTab{},
 		info:      map[proto.TargetTargetID]proto.TargetTargetInfo{},
 		changed:   make(chan struct{}),
 	}
-	// Subscribe before returning so no popup of the first page is missed.
-	events := t.b.Event()
+	events := t.b.Event() // subscribed before anything is attached
+	res, err := proto.TargetAttachToBrowserTarget{}.Call(b.Context(ctx))
+	if err != nil {
+		cancel()
+		return nil, classify(fmt.Errorf("follow tabs: attach to browser: %w", err))
+	}
+	t.root = res.SessionID
 	go t.run(events)
-	return t
+	err = proto.TargetSetAutoAttach{
+		AutoAttach: true, Flatten: true,
+		Filter: proto.TargetTargetFilter{{Type: "page"}, {Exclude: true}},
+	}.Call(t.session(ctx, t.root))
+	if err != nil {
+		t.stop()
+		return nil, classify(fmt.Errorf("follow tabs: auto-attach: %w", err))
+	}
+	return t, nil
 }
 
-// stop ends the tracker and waits (briefly) for its goroutine.
+// stop detaches the tracker's browser-target session (and with it the
+// popup sessions it created) and ends the tracker.
 func (t *tabTracker) stop() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), cdpCall)
+	_ = proto.TargetDetachFromTarget{SessionID: t.root}.Call(t.b.Context(ctx))
+	cancel()
 	t.cancel()
-	select {
-	case <-t.done:
-	case <-time.After(5 * time.Second):
-	}
+	<-t.done
 }
+
+// session addresses the flat session id with ctx.
+func (t *tabTracker) session(ctx context.Context, id proto.TargetSessionID) *flatSession {
+	return &flatSession{b: t.b, id: id, ctx: ctx}
+}
+
+// flatSession sends CDP commands to one flat session of the connection.
+type flatSession struct {
+	b   *rod.Browser
+	id  proto.TargetSessionID
+	ctx context.Context
+}
+
+// Call implements proto.Client.
+func (c *flatSession) Call(ctx context.Context, sessionID, method string, params any) ([]byte, error) {
+	return c.b.Call(ctx, sessionID, method, params)
+}
+
+// GetSessionID implements proto.Sessionable.
+func (c *flatSession) GetSessionID() proto.TargetSessionID { return c.id }
+
+// GetContext implements proto.Contextable.
+func (c *flatSession) GetContext() context.Context { return c.ctx }
 
 // notifyLocked wakes everyone waiting for a change. t.mu must be held.
 func (t *tabTracker) notifyLocked() {
@@ -88,20 +135,15 @@ func (t *tabTracker) notifyLocked() {
 	t.changed = make(chan struct{})
 }
 
-// adopt makes pg one of the session's tabs: it enables the events the
-// actions rely on and starts routing them to pg. opener is empty for pages
-// the run opened itself.
-func (t *tabTracker) adopt(ctx context.Context, pg *Page, opts PageOptions, opener proto.TargetTargetID) error {
-	pg.tab = newPageTab(t, pg, opts, opener)
+// adopt makes pg, a page the run opened, one of the session's tabs: it
+// enables the events the actions rely on and routes them to pg.
+func (t *tabTracker) adopt(ctx context.Context, pg *Page, opts PageOptions) error {
+	pt := newPageTab(t, pg, opts, "", pg.p.SessionID, func(ctx context.Context) proto.Client { return pg.p.Context(ctx) })
+
 	t.mu.Lock()
-	t.nextID++
-	pg.tab.id = "t" + strconv.Itoa(t.nextID)
-	t.byTarget[pg.p.TargetID] = pg
-	t.bySession[pg.p.SessionID] = pg
-	t.pages = append(t.pages, pg)
-	if t.active == nil {
-		t.active = pg
-	}
+	t.bySession[pt.session] = pt
+	t.byTarget[pt.target] = pg
+	t.ready(pg)
 	t.mu.Unlock()
 	p := pg.p.Context(ctx)
 	// Enabled for the page's life (and recorded by rod), so a later
@@ -115,21 +157,33 @@ func (t *tabTracker) adopt(ctx context.Context, pg *Page, opts PageOptions, open
 	return nil
 }
 
+// ready lists pg as an open tab. t.mu must be held.
+func (t *tabTracker) ready(pg *Page) {
+	t.nextID++
+	pg.tab.id = "t" + strconv.Itoa(t.nextID)
+	t.pages = append(t.pages, pg)
+	if t.active == nil {
+		t.active = pg
+	}
+}
+
 // run routes the browser's events until the tracker stops.
 func (t *tabTracker) run(events <-chan *rod.Message) {
 	defer close(t.done)
 	for msg := range events {
 		switch msg.Method {
-		case "Target.targetCreated":
-			var e proto.TargetTargetCreated
-			if msg.Load(&e) && t.ours(e.TargetInfo) {
-				t.targetCreated(e.TargetInfo)
+		case "Target.attachedToTarget":
+			var e proto.TargetAttachedToTarget
+			if msg.SessionID == t.root && msg.Load(&e) {
+				t.attached(e)
 			}
 		case "Target.targetInfoChanged":
 			var e proto.TargetTargetInfoChanged
 			if msg.Load(&e) && t.ours(e.TargetInfo) {
 				t.mu.Lock()
-				t.info[e.TargetInfo.TargetID] = *e.TargetInfo
+				if t.byTarget[e.TargetInfo.TargetID] != nil {
+					t.info[e.TargetInfo.TargetID] = *e.TargetInfo
+				}
 				t.mu.Unlock()
 			}
 		case "Target.targetDestroyed":
@@ -142,10 +196,10 @@ func (t *tabTracker) run(events <-chan *rod.Message) {
 				continue
 			}
 			t.mu.Lock()
-			pg := t.bySession[msg.SessionID]
+			pt := t.bySession[msg.SessionID]
 			t.mu.Unlock()
-			if pg != nil {
-				pg.tab.handle(msg)
+			if pt != nil {
+				pt.handle(msg)
 			}
 		}
 	}
@@ -156,41 +210,83 @@ func (t *tabTracker) ours(info *proto.TargetTargetInfo) bool {
 		info.BrowserContextID == t.b.BrowserContextID
 }
 
-// targetCreated adopts a page opened by one of the session's pages. Pages
-// without an opener are the run's own (NewPage adopts them).
-func (t *tabTracker) targetCreated(info *proto.TargetTargetInfo) {
+// attached handles the auto-attach of a new page: a page opened by one of
+// the session's tabs is adopted through that session, whose events are
+// routed from now on; any other page is left alone.
+func (t *tabTracker) attached(e proto.TargetAttachedToTarget) {
+	info := e.TargetInfo
 	t.mu.Lock()
-	t.info[info.TargetID] = *info
 	opener := t.byTarget[info.OpenerID]
-	if info.OpenerID == "" || opener == nil {
+	if !t.ours(info) || info.OpenerID == "" || opener == nil || t.byTarget[info.TargetID] != nil {
 		t.mu.Unlock()
+		go t.release(e.SessionID)
 		return
 	}
+	pg := &Page{}
+	newPageTab(t, pg, opener.tab.opts, info.OpenerID, e.SessionID, func(ctx context.Context) proto.Client {
+		return t.session(ctx, e.SessionID)
+	})
+	pg.tab.target = info.TargetID
+	t.bySession[e.SessionID] = pg.tab
+	t.byTarget[info.TargetID] = pg
+	t.info[info.TargetID] = *info
 	t.adopting++
 	t.notifyLocked()
 	t.mu.Unlock()
-	go t.adoptPopup(info.TargetID, opener)
+	go t.adoptPopup(pg)
 }
 
-func (t *tabTracker) adoptPopup(id proto.TargetTargetID, opener *Page) {
-	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
+// release resumes a page the tracker does not follow and drops its
+// session to it.
+func (t *tabTracker) release(id proto.TargetSessionID) {
+	ctx, cancel := context.WithTimeout(t.ctx, cdpCall)
+	defer cancel()
+	_ = proto.RuntimeRunIfWaitingForDebugger{}.Call(t.session(ctx, id))
+	_ = proto.TargetDetachFromTarget{SessionID: id}.Call(t.session(ctx, t.root))
+}
+
+// adoptPopup turns on the popup's events and the opener's emulation,
+// resumes it, opens the rod page actions use, and lists the popup as a tab.
+func (t *tabTracker) adoptPopup(pg *Page) {
+	pt := pg.tab
+	ctx, cancel := context.WithTimeout(t.ctx, 2*cdpCall)
 	defer cancel()
 	err := func() error {
-		rp, err := t.b.Context(t.ctx).PageFromTarget(id)
+		c := pt.client(ctx)
+		if err := (proto.PageEnable{}).Call(c); err != nil {
+			return err
+		}
+		if err := (proto.NetworkEnable{}).Call(c); err != nil {
+			return err
+		}
+		if err := emulate(ctx, t.b, c, pt.opts); err != nil {
+			return err
+		}
+		if err := (proto.RuntimeRunIfWaitingForDebugger{}).Call(c); err != nil {
+			return err
+		}
+		rp, err := t.b.Context(t.ctx).PageFromTarget(pt.target)
 		if err != nil {
 			return err
 		}
-		pg := &Page{p: rp}
-		if err := emulate(ctx, t.b, rp, opener.tab.opts); err != nil {
-			return err
-		}
-		return t.adopt(ctx, pg, opener.tab.opts, opener.p.TargetID)
+		t.mu.Lock()
+		pg.p = rp
+		t.mu.Unlock()
+		return nil
 	}()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.adopting--
-	if err == nil {
+	switch {
+	case err == nil && t.byTarget[pt.target] == pg:
+		t.ready(pg)
 		t.adopted++
+	case err == nil: // closed meanwhile
+	default:
+		// Never leave it held: a page that cannot be followed still runs.
+		delete(t.bySession, pt.session)
+		delete(t.byTarget, pt.target)
+		go t.release(pt.session)
 	}
 	t.notifyLocked()
 }
@@ -206,7 +302,7 @@ func (t *tabTracker) targetGone(id proto.TargetTargetID) {
 		return
 	}
 	delete(t.byTarget, id)
-	delete(t.bySession, pg.p.SessionID)
+	delete(t.bySession, pg.tab.session)
 	for i, p := range t.pages {
 		if p == pg {
 			t.pages = append(t.pages[:i], t.pages[i+1:]...)
@@ -228,13 +324,30 @@ func (t *tabTracker) targetGone(id proto.TargetTargetID) {
 	t.notifyLocked()
 }
 
+// refresh re-reads the URL and title of the session's tabs: Chromium's
+// target events carry URLs but not titles.
+func (t *tabTracker) refresh(ctx context.Context) error {
+	r, err := proto.TargetGetTargets{}.Call(t.b.Context(ctx))
+	if err != nil {
+		return classify(fmt.Errorf("list tabs: %w", err))
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, info := range r.TargetInfos {
+		if _, ok := t.byTarget[info.TargetID]; ok {
+			t.info[info.TargetID] = *info
+		}
+	}
+	return nil
+}
+
 // tabs lists the open tabs in the order they were opened.
 func (t *tabTracker) tabs() []TabInfo {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]TabInfo, 0, len(t.pages))
 	for _, pg := range t.pages {
-		info := t.info[pg.p.TargetID]
+		info := t.info[pg.tab.target]
 		ti := TabInfo{ID: pg.tab.id, URL: info.URL, Title: info.Title, Active: pg == t.active}
 		if op := t.byTarget[pg.tab.opener]; op != nil {
 			ti.Opener = op.tab.id
@@ -340,10 +453,10 @@ func (pg *Page) TabID() string { return pg.tab.id }
 // Tabs lists the open tabs of the page's session.
 func (pg *Page) Tabs() []TabInfo { return pg.tab.tracker.tabs() }
 
-// emulate applies the emulation settings of opts to page p of browser
-// context b (viewport, user agent, locale, timezone).
-func emulate(ctx context.Context, b *rod.Browser, p *rod.Page, opts PageOptions) error {
-	p = p.Context(ctx)
+// emulate applies the emulation settings of opts to the page that session
+// p addresses in browser context b (viewport, user agent, locale,
+// timezone). The settings last as long as that session.
+func emulate(ctx context.Context, b *rod.Browser, p proto.Client, opts PageOptions) error {
 	if opts.Width == 0 || opts.Height == 0 {
 		opts.Width, opts.Height = 1280, 800
 	}
@@ -376,220 +489,4 @@ func emulate(ctx context.Context, b *rod.Browser, p *rod.Page, opts PageOptions)
 		}
 	}
 	return nil
-}
-
-// request is one network request the page has in flight.
-type request struct {
-	start time.Time
-	kind  proto.NetworkResourceType
-}
-
-// pageTab is the live state of one page that actions rely on: requests in
-// flight, loading and navigation, JS dialogs, drag and file-chooser
-// events. The tracker's goroutine feeds it.
-type pageTab struct {
-	id      string
-	tracker *tabTracker
-	pg      *Page
-	opts    PageOptions
-	opener  proto.TargetTargetID
-
-	// act serialises actions on the page.
-	act sync.Mutex
-
-	mu           sync.Mutex
-	changed      chan struct{}
-	closed       bool
-	requests     map[proto.NetworkRequestID]request
-	lastActivity time.Time
-	loading      bool
-	navSeq       int
-	dialogs      []DialogEvent
-	dialogPolicy *DialogPolicy
-	drag         chan *proto.InputDragData
-	fileChooser  chan proto.PageFileChooserOpened
-}
-
-func newPageTab(t *tabTracker, pg *Page, opts PageOptions, opener proto.TargetTargetID) *pageTab {
-	return &pageTab{
-		tracker:  t,
-		pg:       pg,
-		opts:     opts,
-		opener:   opener,
-		changed:  make(chan struct{}),
-		requests: map[proto.NetworkRequestID]request{},
-	}
-}
-
-func (pt *pageTab) notifyLocked() {
-	close(pt.changed)
-	pt.changed = make(chan struct{})
-}
-
-func (pt *pageTab) markClosed() {
-	pt.mu.Lock()
-	pt.closed = true
-	pt.notifyLocked()
-	pt.mu.Unlock()
-}
-
-// handle updates the page's state from one of its events.
-func (pt *pageTab) handle(msg *rod.Message) {
-	now := time.Now()
-	mainFrame := proto.PageFrameID(pt.pg.p.TargetID)
-	switch msg.Method {
-	case "Network.requestWillBeSent":
-		var e proto.NetworkRequestWillBeSent
-		if msg.Load(&e) {
-			pt.update(func() {
-				if _, ok := pt.requests[e.RequestID]; !ok {
-					pt.requests[e.RequestID] = request{start: now, kind: e.Type}
-				}
-				pt.lastActivity = now
-			})
-		}
-	case "Network.loadingFinished":
-		var e proto.NetworkLoadingFinished
-		if msg.Load(&e) {
-			pt.finish(e.RequestID, now)
-		}
-	case "Network.loadingFailed":
-		var e proto.NetworkLoadingFailed
-		if msg.Load(&e) {
-			pt.finish(e.RequestID, now)
-		}
-	case "Page.frameStartedLoading":
-		var e proto.PageFrameStartedLoading
-		if msg.Load(&e) && e.FrameID == mainFrame {
-			pt.update(func() { pt.loading, pt.lastActivity = true, now; pt.navSeq++ })
-		}
-	case "Page.frameStoppedLoading":
-		var e proto.PageFrameStoppedLoading
-		if msg.Load(&e) && e.FrameID == mainFrame {
-			pt.update(func() { pt.loading, pt.lastActivity = false, now })
-		}
-	case "Page.frameNavigated":
-		// Counted too: a page restored from the back-forward cache does not
-		// start loading.
-		var e proto.PageFrameNavigated
-		if msg.Load(&e) && e.Frame != nil && e.Frame.ID == mainFrame {
-			pt.update(func() { pt.navSeq++; pt.lastActivity = now })
-		}
-	case "Page.navigatedWithinDocument":
-		var e proto.PageNavigatedWithinDocument
-		if msg.Load(&e) && e.FrameID == mainFrame {
-			pt.update(func() { pt.navSeq++; pt.lastActivity = now })
-		}
-	case "Page.javascriptDialogOpening":
-		var e proto.PageJavascriptDialogOpening
-		if msg.Load(&e) {
-			pt.answerDialog(e, now)
-		}
-	case "Page.fileChooserOpened":
-		var e proto.PageFileChooserOpened
-		if msg.Load(&e) {
-			pt.mu.Lock()
-			ch := pt.fileChooser
-			pt.mu.Unlock()
-			if ch != nil {
-				select {
-				case ch <- e:
-				default:
-				}
-			}
-		}
-	case "Input.dragIntercepted":
-		var e proto.InputDragIntercepted
-		if msg.Load(&e) {
-			pt.mu.Lock()
-			ch := pt.drag
-			pt.mu.Unlock()
-			if ch != nil {
-				select {
-				case ch <- e.Data:
-				default:
-				}
-			}
-		}
-	}
-}
-
-func (pt *pageTab) update(f func()) {
-	pt.mu.Lock()
-	f()
-	pt.notifyLocked()
-	pt.mu.Unlock()
-}
-
-func (pt *pageTab) finish(id proto.NetworkRequestID, now time.Time) {
-	pt.update(func() {
-		if _, ok := pt.requests[id]; ok {
-			delete(pt.requests, id)
-			pt.lastActivity = now
-		}
-	})
-}
-
-// netState is a consistent view of the page's network and loading state.
-type netState struct {
-	closed       bool
-	loading      bool
-	navSeq       int
-	inflight     int // requests that count (see countsForSettle)
-	lastActivity time.Time
-	changed      <-chan struct{}
-	// tabsChanged fires when a popup starts or finishes being adopted.
-	tabsChanged <-chan struct{}
-	adopting    int
-}
-
-// state returns the page's state, counting only requests started at or
-// after since that settling should wait for.
-func (pt *pageTab) state(since time.Time) netState {
-	pt.mu.Lock()
-	st := netState{closed: pt.closed, loading: pt.loading, navSeq: pt.navSeq, lastActivity: pt.lastActivity, changed: pt.changed}
-	for _, r := range pt.requests {
-		if !r.start.Before(since) && countsForSettle(r.kind) {
-			st.inflight++
-		}
-	}
-	pt.mu.Unlock()
-	t := pt.tracker
-	t.mu.Lock()
-	st.tabsChanged, st.adopting = t.changed, t.adopting
-	t.mu.Unlock()
-	return st
-}
-
-// countsForSettle reports whether a request of this type should delay
-// settling. Streams (event sources, media, websockets) stay open by design.
-func countsForSettle(kind proto.NetworkResourceType) bool {
-	switch kind {
-	case proto.NetworkResourceTypeEventSource, proto.NetworkResourceTypeWebSocket,
-		proto.NetworkResourceTypeMedia, proto.NetworkResourceTypePing:
-		return false
-	}
-	return true
-}
-
-func (pt *pageTab) isClosed() bool {
-	pt.mu.Lock()
-	defer pt.mu.Unlock()
-	return pt.closed
-}
-
-// activePage returns the active page, nil when none is open.
-func (t *tabTracker) activePage() *Page {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.active
-}
-
-// takeDialogs returns and forgets the dialogs not yet reported.
-func (pt *pageTab) takeDialogs() []DialogEvent {
-	pt.mu.Lock()
-	defer pt.mu.Unlock()
-	d := pt.dialogs
-	pt.dialogs = nil
-	return d
 }
