@@ -332,8 +332,8 @@ type outcome struct {
 func (pg *Page) Do(ctx context.Context, a Action) (*ActionResult, error) {
 	start := time.Now()
 	tab := pg.tab
-	tab.act.Lock()
-	defer tab.act.Unlock()
+	tab.tracker.act.Lock()
+	defer tab.tracker.act.Unlock()
 	opts := tab.tracker.options()
 	timeout := a.Timeout
 	if timeout <= 0 {

@@ -27,7 +27,6 @@ func TestFill(t *testing.T) {
 		{"by label text", browser.Target{Text: "Bio"}, "found by its label", "document.getElementById('bio').value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			pg := env.page(t, "/form.html")
 			target := tc.target
 			res := ok(t, pg, browser.Action{Kind: browser.ActionFill, Target: &target, Value: tc.value})
@@ -36,7 +35,6 @@ func TestFill(t *testing.T) {
 		})
 	}
 	t.Run("by ref fires input events", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/form.html")
 		ok(t, pg, browser.Action{Kind: browser.ActionFill, Ref: refOf(t, pg, "textbox", "Name"), Value: "Grace"})
 		require.Equal(t, "Grace", js(t, pg, "document.getElementById('name').value").Str())
@@ -54,7 +52,6 @@ func TestFill(t *testing.T) {
 		{"a button", "#pick", browser.CodeActionFailed},
 	} {
 		t.Run("refuses "+tc.name, func(t *testing.T) {
-			t.Parallel()
 			pg := env.page(t, "/form.html")
 			failsWith(t, pg, browser.Action{Kind: browser.ActionFill, Target: &browser.Target{CSS: tc.css}, Value: "x"}, tc.code)
 		})
@@ -65,7 +62,6 @@ func TestKeys(t *testing.T) {
 	t.Parallel()
 	env := newActionEnv(t)
 	t.Run("type key by key", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/form.html")
 		res := ok(t, pg, browser.Action{Kind: browser.ActionType, Target: &browser.Target{CSS: "#keys"}, Value: "aB!é"})
 		require.Equal(t, "aB!é", res.Value)
@@ -76,7 +72,6 @@ func TestKeys(t *testing.T) {
 		require.Equal(t, "aB!éz", res.Value)
 	})
 	t.Run("chords and named keys", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/form.html")
 		ok(t, pg, browser.Action{Kind: browser.ActionType, Target: &browser.Target{CSS: "#keys"}, Value: "hello"})
 		ok(t, pg, browser.Action{Kind: browser.ActionPress, Target: &browser.Target{CSS: "#keys"}, Keys: "Control+A Backspace"})
@@ -87,7 +82,6 @@ func TestKeys(t *testing.T) {
 			js(t, pg, "JSON.stringify(log.keys)").Str())
 	})
 	t.Run("tab moves the focus", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/form.html")
 		ok(t, pg, browser.Action{Kind: browser.ActionPress, Target: &browser.Target{CSS: "#name"}, Keys: "Tab"})
 		require.Equal(t, "bio", js(t, pg, "document.activeElement.id").Str())
@@ -100,7 +94,6 @@ func TestSelect(t *testing.T) {
 	t.Parallel()
 	env := newActionEnv(t)
 	t.Run("native select by label and by value", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/form.html")
 		res := ok(t, pg, browser.Action{Kind: browser.ActionSelect, Ref: refOf(t, pg, "combobox", "Country"), Value: "germany"})
 		require.Equal(t, "Germany", res.Value)
@@ -108,7 +101,6 @@ func TestSelect(t *testing.T) {
 		require.Equal(t, `["change:de","change:fr"]`, js(t, pg, "JSON.stringify(log.events)").Str())
 	})
 	t.Run("native select errors", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/form.html")
 		res := failsWith(t, pg, browser.Action{Kind: browser.ActionSelect, Target: &browser.Target{CSS: "#country"}, Value: "Spain"}, browser.CodeActionFailed)
 		require.Contains(t, res.Error.Message, "France, Germany")
@@ -116,20 +108,17 @@ func TestSelect(t *testing.T) {
 		failsWith(t, pg, browser.Action{Kind: browser.ActionSelect, Target: &browser.Target{CSS: "#country"}, Values: []string{"fr", "de"}}, browser.CodeInvalidParams)
 	})
 	t.Run("multiple select", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/form.html")
 		res := ok(t, pg, browser.Action{Kind: browser.ActionSelect, Target: &browser.Target{CSS: "#toppings"}, Values: []string{"Cheese", "mu"}})
 		require.Equal(t, "Cheese, Mushrooms", res.Value)
 	})
 	t.Run("aria combobox", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/form.html")
 		res := ok(t, pg, browser.Action{Kind: browser.ActionSelect, Ref: refOf(t, pg, "combobox", "Fruit"), Value: "Cherry"})
 		require.Equal(t, "Cherry", res.Value)
 		require.Equal(t, "Cherry", js(t, pg, "log.fruit").Str())
 	})
 	t.Run("aria combobox that must be typed into", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/form.html")
 		// Papaya is not among the five options the combobox shows at first.
 		res := ok(t, pg, browser.Action{Kind: browser.ActionSelect, Target: &browser.Target{Role: "combobox", Name: "Fruit"}, Value: "papaya"})
@@ -137,14 +126,12 @@ func TestSelect(t *testing.T) {
 		require.Equal(t, "Papaya", js(t, pg, "log.fruit").Str())
 	})
 	t.Run("aria listbox", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/form.html")
 		ok(t, pg, browser.Action{Kind: browser.ActionSelect, Ref: refOf(t, pg, "listbox", "Color"), Value: "Blue"})
 		require.Equal(t, "Blue", js(t, pg, "log.color").Str())
 		require.Equal(t, "true", js(t, pg, "document.getElementById('c-blue').getAttribute('aria-selected')").Str())
 	})
 	t.Run("aria option missing", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/form.html")
 		res := failsWith(t, pg, browser.Action{Kind: browser.ActionSelect, Target: &browser.Target{CSS: "#colors"}, Value: "Green", Timeout: 0}, browser.CodeActionFailed)
 		require.Contains(t, res.Error.Message, "Red, Blue")
@@ -164,7 +151,6 @@ func TestCheck(t *testing.T) {
 		{"aria switch updated asynchronously", browser.Target{Role: "switch", Name: "Dark mode"}, "document.getElementById('switch').getAttribute('aria-checked') === 'true'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			pg := env.page(t, "/form.html")
 			target := tc.target
 			res := ok(t, pg, browser.Action{Kind: browser.ActionCheck, Target: &target})
@@ -177,7 +163,6 @@ func TestCheck(t *testing.T) {
 		})
 	}
 	t.Run("radio", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/form.html")
 		ok(t, pg, browser.Action{Kind: browser.ActionCheck, Ref: refOf(t, pg, "radio", "Large")})
 		require.Equal(t, "l", js(t, pg, "document.querySelector('[name=size]:checked').value").Str())

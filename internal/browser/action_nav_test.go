@@ -73,7 +73,6 @@ func TestScroll(t *testing.T) {
 	t.Parallel()
 	env := newActionEnv(t)
 	t.Run("page by direction", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/scroll.html")
 		res := ok(t, pg, browser.Action{Kind: browser.ActionScroll, Direction: "down"})
 		require.Equal(t, "page", res.Scroll.Container)
@@ -89,14 +88,12 @@ func TestScroll(t *testing.T) {
 		require.Zero(t, res.Scroll.Y, "%+v %s", res.Scroll, js(t, pg, "String(scrollY)").Str())
 	})
 	t.Run("element into view", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/scroll.html")
 		res := ok(t, pg, browser.Action{Kind: browser.ActionScroll, Target: &browser.Target{Role: "button", Name: "At the bottom"}})
 		require.Greater(t, res.Scroll.Y, 2000.0)
 		require.True(t, js(t, pg, "(r => r.top >= 0 && r.bottom <= innerHeight)(document.getElementById('bottom').getBoundingClientRect())").Bool())
 	})
 	t.Run("inside a scroll container", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/scroll.html")
 		res := ok(t, pg, browser.Action{Kind: browser.ActionScroll, Target: &browser.Target{CSS: "#box"}, Direction: "down", Amount: 50})
 		require.Equal(t, "div#box", strings.Fields(res.Scroll.Container)[0])
@@ -104,14 +101,12 @@ func TestScroll(t *testing.T) {
 		require.Zero(t, js(t, pg, "scrollY").Int())
 	})
 	t.Run("app shell whose body does not scroll", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/shell.html")
 		res := ok(t, pg, browser.Action{Kind: browser.ActionScroll, Direction: "down"})
 		require.Contains(t, res.Scroll.Container, "div#main")
 		require.Equal(t, 300, js(t, pg, "document.getElementById('main').scrollTop").Int())
 	})
 	t.Run("nothing to scroll", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/nav-b.html")
 		res := ok(t, pg, browser.Action{Kind: browser.ActionScroll, Direction: "down"})
 		require.Contains(t, res.Note, "nothing to scroll")
@@ -122,7 +117,6 @@ func TestWait(t *testing.T) {
 	t.Parallel()
 	env := newActionEnv(t)
 	t.Run("text and element", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/wait.html")
 		// The text appears 300 ms after the click, which may or may not
 		// have settled by then; the wait holds either way.
@@ -132,14 +126,12 @@ func TestWait(t *testing.T) {
 		require.Equal(t, browser.StrategyRole, res.Strategy)
 	})
 	t.Run("text that never comes", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/wait.html")
 		res := failsWith(t, pg, browser.Action{Kind: browser.ActionWait, Text: "never", Timeout: 500 * time.Millisecond}, browser.CodeTimeout)
 		require.Contains(t, res.Error.Message, `"never"`)
 		failsWith(t, pg, browser.Action{Kind: browser.ActionWait, Target: &browser.Target{CSS: "#never"}, Timeout: 300 * time.Millisecond}, browser.CodeTimeout)
 	})
 	t.Run("navigation", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/wait.html")
 		js(t, pg, "setTimeout(() => location.href = '/nav-b.html', 200)")
 		res := ok(t, pg, browser.Action{Kind: browser.ActionWait, Navigation: true})
@@ -148,7 +140,6 @@ func TestWait(t *testing.T) {
 		failsWith(t, pg, browser.Action{Kind: browser.ActionWait, Navigation: true, Timeout: 200 * time.Millisecond}, browser.CodeTimeout)
 	})
 	t.Run("network idle and duration", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/wait.html")
 		js(t, pg, "window.done = false; fetch('/slow').then(r => r.text()).then(() => { window.done = true; })")
 		ok(t, pg, browser.Action{Kind: browser.ActionWait, NetworkIdle: true})
@@ -164,7 +155,6 @@ func TestSettleWaitsForXHR(t *testing.T) {
 	env := newActionEnv(t)
 	for _, button := range []string{"Load data", "Load later"} {
 		t.Run(button, func(t *testing.T) {
-			t.Parallel()
 			pg := env.page(t, "/settle.html")
 			res := ok(t, pg, browser.Action{Kind: browser.ActionClick, Target: &browser.Target{Role: "button", Name: button}})
 			// /slow answers after 200 ms; the click returned only once the
@@ -174,7 +164,6 @@ func TestSettleWaitsForXHR(t *testing.T) {
 		})
 	}
 	t.Run("capped on a page that never stops changing", func(t *testing.T) {
-		t.Parallel()
 		env := newActionEnv(t)
 		env.s.SetActionOptions(browser.ActionOptions{Settle: browser.SettleOptions{Max: 500 * time.Millisecond}})
 		pg := env.page(t, "/settle.html")

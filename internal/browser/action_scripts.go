@@ -101,10 +101,13 @@ var jsHit = jsFn(`function(hit) {
 }`)
 
 // jsMoving reports whether the element's box changes within two frames'
-// time (an animation or transition still running). It times with
+// time (an animation or transition still running). Without a running
+// animation in its document it answers at once; otherwise it times with
 // setTimeout, not requestAnimationFrame, which never fires in a tab that
 // is not in front.
 var jsMoving = jsFn(`function() {
+  const doc = this.ownerDocument;
+  if (!doc.getAnimations().some(a => a.playState === 'running')) return false;
   const box = () => { const r = this.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; };
   const a = box();
   return new Promise(resolve => setTimeout(() => { const b = box(); resolve(a.some((v, i) => Math.abs(v - b[i]) > 1)); }, 34));

@@ -16,7 +16,6 @@ func TestDialogs(t *testing.T) {
 	t.Parallel()
 	env := newActionEnv(t)
 	t.Run("answered by the default policy", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/dialogs.html")
 		res := ok(t, pg, browser.Action{Kind: browser.ActionClick, Target: &browser.Target{CSS: "#alert"}})
 		require.Equal(t, []browser.DialogEvent{{Type: "alert", Message: "Saved!", Accepted: true, URL: env.base + "/dialogs.html"}}, res.Dialogs)
@@ -29,7 +28,6 @@ func TestDialogs(t *testing.T) {
 		require.Equal(t, `["after-alert","confirm:true","prompt:Ann"]`, js(t, pg, "JSON.stringify(log)").Str())
 	})
 	t.Run("answered by the action's policy", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/dialogs.html")
 		res := ok(t, pg, browser.Action{Kind: browser.ActionClick, Target: &browser.Target{CSS: "#confirm"}, Dialog: &browser.DialogPolicy{Dismiss: true}})
 		require.False(t, res.Dialogs[0].Accepted)
@@ -39,7 +37,6 @@ func TestDialogs(t *testing.T) {
 		require.Equal(t, `["confirm:false","prompt:Bob","prompt:null"]`, js(t, pg, "JSON.stringify(log)").Str())
 	})
 	t.Run("beforeunload accepted lets the page go", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/dialogs.html")
 		ok(t, pg, browser.Action{Kind: browser.ActionClick, Target: &browser.Target{CSS: "#leave"}})
 		res := ok(t, pg, browser.Action{Kind: browser.ActionClick, Target: &browser.Target{Role: "link", Name: "Next page"}})
@@ -48,7 +45,6 @@ func TestDialogs(t *testing.T) {
 		require.Equal(t, env.base+"/nav-b.html", res.URL)
 	})
 	t.Run("beforeunload dismissed keeps the page", func(t *testing.T) {
-		t.Parallel()
 		env := newActionEnv(t)
 		env.s.SetActionOptions(browser.ActionOptions{Dialogs: browser.DialogPolicy{Dismiss: true}})
 		pg := env.page(t, "/dialogs.html")

@@ -14,7 +14,9 @@ import (
 )
 
 // actionEnv is the fixture server of the action tests (testdata/actions,
-// plus /slow, which answers after 200 ms) and a browser session.
+// plus /slow, which answers after 200 ms) and a browser session. Subtests
+// sharing an env run one after the other, as a session's actions do: only
+// the tab in front renders, and each action brings its own tab there.
 type actionEnv struct {
 	base string
 	s    *browser.Session
@@ -127,7 +129,6 @@ func TestPointerActions(t *testing.T) {
 		{"click scrolls into view", browser.ActionClick, "Far away", "log.far === 1 && scrollY > 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			pg := env.page(t, "/pointer.html")
 			s := snap(t, pg)
 			res := ok(t, pg, browser.Action{Kind: tc.kind, Ref: ref(t, s, "button", tc.button), SnapshotID: s.ID})
@@ -157,7 +158,6 @@ func TestPointerPrechecks(t *testing.T) {
 			browser.CodeElementObscured, `div#overlay "We use cookies. Accept"`, "log.covered === 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			pg := env.page(t, "/pointer.html")
 			r := refOf(t, pg, "button", tc.button)
 			if tc.change != "" {
@@ -169,6 +169,18 @@ func TestPointerPrechecks(t *testing.T) {
 			require.Zero(t, res.Settle.Duration, "nothing happened, so nothing to settle")
 		})
 	}
+}
+
+func TestClickWaitsForAnimation(t *testing.T) {
+	t.Parallel()
+	env := newActionEnv(t)
+	pg := env.page(t, "/pointer.html")
+	r := refOf(t, pg, "button", "Sliding")
+	// The button starts sliding 500 px to the left: clicking where it was
+	// would miss it.
+	js(t, pg, "document.getElementById('slider').classList.add('in')")
+	ok(t, pg, browser.Action{Kind: browser.ActionClick, Ref: r})
+	require.Equal(t, 1, js(t, pg, "log.slider").Int())
 }
 
 func TestClickAtCoordinates(t *testing.T) {
@@ -204,7 +216,6 @@ func TestTargetStrategies(t *testing.T) {
 			browser.StrategyCoordinates, []browser.Strategy{browser.StrategyCSS, browser.StrategyText}, "log.spot.length === 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			pg := env.page(t, "/pointer.html")
 			target := tc.target
 			res := ok(t, pg, browser.Action{Kind: browser.ActionClick, Target: &target})
@@ -220,26 +231,22 @@ func TestTargetStrategies(t *testing.T) {
 	}
 
 	t.Run("nothing matches", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/pointer.html")
 		res := failsWith(t, pg, browser.Action{Kind: browser.ActionClick, Target: &browser.Target{CSS: ".missing", Text: "missing", Timeout: short}}, browser.CodeActionFailed)
 		require.Len(t, res.Attempts, 2)
 		require.Contains(t, res.Error.Message, "css")
 	})
 	t.Run("css waits for the element", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/wait.html")
 		ok(t, pg, browser.Action{Kind: browser.ActionClick, Target: &browser.Target{CSS: "#start"}})
 		res := ok(t, pg, browser.Action{Kind: browser.ActionClick, Target: &browser.Target{CSS: "#late", Timeout: 5 * time.Second}})
 		require.Equal(t, browser.StrategyCSS, res.Strategy)
 	})
 	t.Run("invalid css", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/pointer.html")
 		failsWith(t, pg, browser.Action{Kind: browser.ActionClick, Target: &browser.Target{CSS: "button[", Text: "Click me"}}, browser.CodeInvalidParams)
 	})
 	t.Run("shadow dom", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/shadow.html")
 		ok(t, pg, browser.Action{Kind: browser.ActionClick, Target: &browser.Target{CSS: "button.inner"}})
 		res := ok(t, pg, browser.Action{Kind: browser.ActionClick, Target: &browser.Target{Text: "shadow button"}})
@@ -288,7 +295,6 @@ func TestRefs(t *testing.T) {
 	t.Parallel()
 	env := newActionEnv(t)
 	t.Run("unknown and outdated refs", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/replace.html")
 		res := failsWith(t, pg, browser.Action{Kind: browser.ActionClick, Ref: "@e0"}, browser.CodeRefInvalid)
 		require.Contains(t, res.Error.Message, "no snapshot")
@@ -299,7 +305,6 @@ func TestRefs(t *testing.T) {
 		require.Equal(t, "[]", js(t, pg, "JSON.stringify(log)").Str())
 	})
 	t.Run("element removed", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/replace.html")
 		r := refOf(t, pg, "button", "Remove")
 		js(t, pg, "drop()")
@@ -308,7 +313,6 @@ func TestRefs(t *testing.T) {
 		require.Equal(t, "[]", js(t, pg, "JSON.stringify(log)").Str())
 	})
 	t.Run("element replaced by an equivalent", func(t *testing.T) {
-		t.Parallel()
 		pg := env.page(t, "/replace.html")
 		r := refOf(t, pg, "button", "Save")
 		js(t, pg, "rerender()")
@@ -320,4 +324,28 @@ func TestRefs(t *testing.T) {
 		ok(t, pg, browser.Action{Kind: browser.ActionClick, Ref: ref(t, res.Snapshot, "button", "Remove"), SnapshotID: res.Snapshot.ID})
 		require.Equal(t, `["save-2","remove"]`, js(t, pg, "JSON.stringify(log)").Str())
 	})
+}
+
+func TestFrames(t *testing.T) {
+	t.Parallel()
+	env := newActionEnv(t)
+	pg := env.page(t, "/frames.html")
+	// The cross-origin frame loads after the top page's load event.
+	ok(t, pg, browser.Action{Kind: browser.ActionWait, NetworkIdle: true})
+	s := snap(t, pg)
+	for _, which := range []string{"same", "cross"} {
+		ok(t, pg, browser.Action{Kind: browser.ActionClick, Ref: ref(t, s, "button", which+" button"), SnapshotID: s.ID})
+		s = snap(t, pg)
+		res := ok(t, pg, browser.Action{Kind: browser.ActionFill, Ref: ref(t, s, "textbox", which+" field"), Value: "in " + which})
+		require.Equal(t, "in "+which, res.Value)
+		s = res.Snapshot
+	}
+	require.Equal(t, `["same:1","cross:1"]`, js(t, pg, "JSON.stringify(log)").Str())
+	require.Equal(t, "blocked", js(t, pg, "(() => { try { return document.getElementById('cross').contentDocument.title } catch (e) { return 'blocked' } })() || 'blocked'").Str(),
+		"the second frame is another origin")
+	for _, e := range s.Elements {
+		if e.Role == "button" {
+			require.Contains(t, []string{"same button", "cross button"}, e.Name)
+		}
+	}
 }

@@ -43,6 +43,13 @@ type tabTracker struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	// act serialises the session's actions: one mouse and keyboard, and
+	// only the tab in front renders (an accessibility query on a tab in the
+	// background waits for a frame that never comes).
+	act sync.Mutex
+	// work counts the goroutines the event loop starts (adoptions,
+	// releases, refreshes); stop waits for them.
+	work sync.WaitGroup
 
 	mu        sync.Mutex
 	opts      ActionOptions
@@ -104,6 +111,17 @@ func (t *tabTracker) stop() {
 	cancel()
 	t.cancel()
 	<-t.done
+	t.work.Wait()
+}
+
+// spawn runs f on its own goroutine, counted for stop. Only the event loop
+// spawns, so nothing is added once stop has seen the loop end.
+func (t *tabTracker) spawn(f func()) {
+	t.work.Add(1)
+	go func() {
+		defer t.work.Done()
+		f()
+	}()
 }
 
 // session addresses the flat session id with ctx.
@@ -219,7 +237,7 @@ func (t *tabTracker) attached(e proto.TargetAttachedToTarget) {
 	opener := t.byTarget[info.OpenerID]
 	if !t.ours(info) || info.OpenerID == "" || opener == nil || t.byTarget[info.TargetID] != nil {
 		t.mu.Unlock()
-		go t.release(e.SessionID)
+		t.spawn(func() { t.release(e.SessionID) })
 		return
 	}
 	pg := &Page{}
@@ -233,7 +251,7 @@ func (t *tabTracker) attached(e proto.TargetAttachedToTarget) {
 	t.adopting++
 	t.notifyLocked()
 	t.mu.Unlock()
-	go t.adoptPopup(pg)
+	t.spawn(func() { t.adoptPopup(pg) })
 }
 
 // release resumes a page the tracker does not follow and drops its
@@ -275,7 +293,6 @@ func (t *tabTracker) adoptPopup(pg *Page) {
 		return nil
 	}()
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.adopting--
 	switch {
 	case err == nil && t.byTarget[pt.target] == pg:
@@ -283,12 +300,14 @@ func (t *tabTracker) adoptPopup(pg *Page) {
 		t.adopted++
 	case err == nil: // closed meanwhile
 	default:
-		// Never leave it held: a page that cannot be followed still runs.
 		delete(t.bySession, pt.session)
 		delete(t.byTarget, pt.target)
-		go t.release(pt.session)
 	}
 	t.notifyLocked()
+	t.mu.Unlock()
+	if err != nil {
+		t.release(pt.session) // never leave a page held: it still runs, unfollowed
+	}
 }
 
 // targetGone forgets a closed page; when it was the active one, its opener

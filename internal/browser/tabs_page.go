@@ -30,9 +30,6 @@ type pageTab struct {
 	session proto.TargetSessionID
 	client  func(context.Context) proto.Client
 
-	// act serialises actions on the page.
-	act sync.Mutex
-
 	mu           sync.Mutex
 	changed      chan struct{}
 	closed       bool
@@ -112,11 +109,11 @@ func (pt *pageTab) handle(msg *rod.Message) {
 		if msg.Load(&e) && e.FrameID == mainFrame {
 			pt.update(func() { pt.loading, pt.lastActivity = false, now })
 			// The page has its title now; refresh off the event goroutine.
-			go func() {
+			pt.tracker.spawn(func() {
 				ctx, cancel := context.WithTimeout(pt.tracker.ctx, 2*time.Second)
 				defer cancel()
 				_ = pt.tracker.refresh(ctx)
-			}()
+			})
 		}
 	case "Page.frameNavigated":
 		// Counted too: a page restored from the back-forward cache does not

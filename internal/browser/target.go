@@ -181,7 +181,7 @@ func (pg *Page) resolveTarget(ctx context.Context, t *Target, per time.Duration,
 	}
 	var tried []Attempt
 	for _, s := range ss {
-		el, err := s.find(ctx)
+		el, err := findOnce(ctx, per, s.find)
 		if el != nil {
 			res.Strategy, res.Attempts = s.name, tried
 			return el, nil
@@ -236,6 +236,21 @@ func errString(err error, def string) string {
 func isInvalidParams(err error) bool {
 	var ae *ActionError
 	return errors.As(err, &ae) && ae.Code == CodeInvalidParams
+}
+
+// findOnce calls find once, within per when per > 0, so a strategy that
+// hangs cannot hold the next ones up.
+func findOnce(ctx context.Context, per time.Duration, find func(context.Context) (*element, error)) (*element, error) {
+	if per <= 0 {
+		return find(ctx)
+	}
+	fctx, cancel := context.WithTimeout(ctx, per)
+	defer cancel()
+	el, err := find(fctx)
+	if err != nil && fctx.Err() != nil && ctx.Err() == nil {
+		err = fmt.Errorf("no answer within %s", per)
+	}
+	return el, err
 }
 
 // pollFind calls find until it returns an element, fails for good, or per
