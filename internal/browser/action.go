@@ -339,9 +339,20 @@ func (pg *Page) Do(ctx context.Context, a Action) (*ActionResult, error) {
 	if timeout <= 0 {
 		timeout = opts.Timeout
 	}
+	if tab.isClosed() {
+		res := &ActionResult{Kind: a.Kind, Error: fail(CodeActionFailed, "tab %s is closed; act on the active tab", tab.id)}
+		pg.follow(ctx, res, start, 0, opts.Settle)
+		if err := pg.describeAfter(ctx, res, opts.Timeout, opts.Snapshot); err != nil || ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", a.Kind, errors.Join(err, context.Cause(ctx)))
+		}
+		return res, nil
+	}
 	tab.tracker.activate(pg)
-	if err := tab.tracker.bringToFront(ctx, pg); err != nil {
-		return nil, fmt.Errorf("%s: %w", a.Kind, err)
+	fctx, cancel := context.WithTimeout(ctx, timeout)
+	err := tab.tracker.bringToFront(fctx, pg)
+	cancel()
+	if errors.Is(err, ErrBrowserGone) || ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: %w", a.Kind, errors.Join(err, context.Cause(ctx)))
 	}
 	adoptedBefore, _ := tab.tracker.adoptedCount()
 	navBefore := tab.state(start).navSeq
@@ -352,7 +363,7 @@ func (pg *Page) Do(ctx context.Context, a Action) (*ActionResult, error) {
 
 	out := &outcome{res: &ActionResult{Kind: a.Kind}}
 	actx, cancel := context.WithTimeout(ctx, timeout)
-	err := pg.dispatch(actx, a, opts, out)
+	err = pg.dispatch(actx, a, opts, out)
 	cancel()
 	res := out.res
 	if err != nil {
@@ -391,6 +402,8 @@ func (pg *Page) follow(ctx context.Context, res *ActionResult, start time.Time, 
 	t := pg.tab.tracker
 	switch popup := t.newestSince(adoptedBefore); {
 	case res.Page != nil:
+	case pg.tab.isClosed():
+		res.Page = t.activePage()
 	case popup != nil:
 		res.Page, res.OpenedTab = popup, true
 		t.activate(popup)
@@ -399,8 +412,6 @@ func (pg *Page) follow(ctx context.Context, res *ActionResult, start time.Time, 
 		if ps.Capped {
 			res.Settle.Capped, res.Settle.Busy = true, ps.Busy
 		}
-	case pg.tab.isClosed():
-		res.Page = t.activePage()
 	default:
 		res.Page = pg
 	}

@@ -42,11 +42,7 @@ func (pg *Page) formElement(ctx context.Context, a Action, opts ActionOptions, o
 // evalOn calls fn on el with args and returns the object it returns (""
 // for null).
 func evalOn(ctx context.Context, el *element, fn string, args ...any) (proto.RuntimeRemoteObjectID, error) {
-	cargs, err := callArgs(args)
-	if err != nil {
-		return "", err
-	}
-	r, err := proto.RuntimeCallFunctionOn{FunctionDeclaration: fn, ObjectID: el.obj, Arguments: cargs}.Call(el.sess.Context(ctx))
+	r, err := proto.RuntimeCallFunctionOn{FunctionDeclaration: fn, ObjectID: el.obj, Arguments: callArgs(args)}.Call(el.sess.Context(ctx))
 	if err != nil {
 		return "", classify(err)
 	}

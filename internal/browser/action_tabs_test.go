@@ -92,9 +92,14 @@ func TestTabs(t *testing.T) {
 	require.Equal(t, "Page A", res.Snapshot.Page.Title)
 
 	// Closing the active tab goes back to its opener.
-	res = ok(t, res.Page, browser.Action{Kind: browser.ActionCloseTab})
+	closed := res.Page
+	res = ok(t, closed, browser.Action{Kind: browser.ActionCloseTab})
 	require.Same(t, pg, res.Page)
 	require.Len(t, res.Tabs, 2)
+	// An action on a closed tab says so and hands over the active one.
+	res = failsWith(t, closed, browser.Action{Kind: browser.ActionClick, Target: &browser.Target{CSS: "a"}}, browser.CodeActionFailed)
+	require.Same(t, pg, res.Page)
+	require.Equal(t, "Tabs", res.Snapshot.Page.Title)
 	res = ok(t, pg, browser.Action{Kind: browser.ActionCloseTab, Tab: "t2"})
 	require.Same(t, pg, res.Page)
 	require.Equal(t, []browser.TabInfo{{ID: "t1", URL: env.base + "/tabs.html", Title: "Tabs", Active: true}}, res.Tabs)

@@ -39,7 +39,7 @@ type DialogEvent struct {
 
 // answerDialog answers a dialog per the running action's policy, or the
 // session's, and records it for the next result.
-func (pt *pageTab) answerDialog(e proto.PageJavascriptDialogOpening, _ time.Time) {
+func (pt *pageTab) answerDialog(e proto.PageJavascriptDialogOpening) {
 	pt.mu.Lock()
 	policy := pt.dialogPolicy
 	pt.mu.Unlock()

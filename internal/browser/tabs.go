@@ -388,6 +388,13 @@ func (t *tabTracker) byID(id string) *Page {
 	return nil
 }
 
+// activePage returns the active page, nil when none is open.
+func (t *tabTracker) activePage() *Page {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.active
+}
+
 // activate makes pg the active page.
 func (t *tabTracker) activate(pg *Page) {
 	t.mu.Lock()

@@ -130,7 +130,7 @@ func (pt *pageTab) handle(msg *rod.Message) {
 	case "Page.javascriptDialogOpening":
 		var e proto.PageJavascriptDialogOpening
 		if msg.Load(&e) {
-			pt.answerDialog(e, now)
+			pt.answerDialog(e)
 		}
 	case "Page.fileChooserOpened":
 		var e proto.PageFileChooserOpened
@@ -223,13 +223,6 @@ func (pt *pageTab) isClosed() bool {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
 	return pt.closed
-}
-
-// activePage returns the active page, nil when none is open.
-func (t *tabTracker) activePage() *Page {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.active
 }
 
 // takeDialogs returns and forgets the dialogs not yet reported.

@@ -418,12 +418,8 @@ func (el *element) call(ctx context.Context, fn string, out any, args ...any) er
 
 // callOn runs fn on the remote object obj.
 func callOn(ctx context.Context, sess *rod.Page, obj proto.RuntimeRemoteObjectID, fn string, out any, args ...any) error {
-	cargs, err := callArgs(args)
-	if err != nil {
-		return err
-	}
 	r, err := proto.RuntimeCallFunctionOn{
-		FunctionDeclaration: fn, ObjectID: obj, Arguments: cargs,
+		FunctionDeclaration: fn, ObjectID: obj, Arguments: callArgs(args),
 		ReturnByValue: true, AwaitPromise: true,
 	}.Call(sess.Context(ctx))
 	if err != nil {
@@ -440,7 +436,7 @@ func callOn(ctx context.Context, sess *rod.Page, obj proto.RuntimeRemoteObjectID
 
 // callArgs encodes call arguments; elements and remote objects pass as
 // references.
-func callArgs(args []any) ([]*proto.RuntimeCallArgument, error) {
+func callArgs(args []any) []*proto.RuntimeCallArgument {
 	cargs := make([]*proto.RuntimeCallArgument, len(args))
 	for i, a := range args {
 		switch v := a.(type) {
@@ -452,7 +448,7 @@ func callArgs(args []any) ([]*proto.RuntimeCallArgument, error) {
 			cargs[i] = &proto.RuntimeCallArgument{Value: gson.New(v)}
 		}
 	}
-	return cargs, nil
+	return cargs
 }
 
 // evalObject calls fn (a function declaration) in the page's main world
