@@ -10,7 +10,10 @@ import (
 // SettleOptions bound the wait for a page to settle after an action.
 type SettleOptions struct {
 	// Quiet is how long the page must go without network activity,
-	// navigation or DOM change to count as settled. Default 300ms.
+	// navigation or DOM change to count as settled. Default 150ms: long
+	// enough for the chained work of a click (a handler that fetches, then
+	// renders) to show as activity, short enough not to dominate a step;
+	// requests and navigations in flight hold the page busy regardless.
 	Quiet time.Duration
 	// Max caps the wait; a page still busy then is reported as such.
 	// Default 5s.
@@ -19,7 +22,7 @@ type SettleOptions struct {
 
 // Defaults of SettleOptions.
 const (
-	DefaultSettleQuiet = 300 * time.Millisecond
+	DefaultSettleQuiet = 150 * time.Millisecond
 	DefaultSettleMax   = 5 * time.Second
 )
 
