@@ -103,36 +103,8 @@ func (s *Session) NewPage(ctx context.Context, opts PageOptions) (*Page, error) 
 	if err != nil {
 		return nil, classify(fmt.Errorf("open page: %w", err))
 	}
-	if opts.Width == 0 || opts.Height == 0 {
-		opts.Width, opts.Height = 1280, 800
-	}
-	if err := (proto.EmulationSetDeviceMetricsOverride{
-		Width: opts.Width, Height: opts.Height, DeviceScaleFactor: 1,
-	}).Call(p); err != nil {
-		return nil, classify(fmt.Errorf("set viewport: %w", err))
-	}
-	if opts.UserAgent != "" || opts.Locale != "" {
-		ua := opts.UserAgent
-		if ua == "" {
-			v, err := s.b.Context(ctx).Version()
-			if err != nil {
-				return nil, classify(fmt.Errorf("read user agent: %w", err))
-			}
-			ua = v.UserAgent
-		}
-		if err := (proto.NetworkSetUserAgentOverride{UserAgent: ua, AcceptLanguage: opts.Locale}).Call(p); err != nil {
-			return nil, classify(fmt.Errorf("set user agent: %w", err))
-		}
-	}
-	if opts.Locale != "" {
-		if err := (proto.EmulationSetLocaleOverride{Locale: opts.Locale}).Call(p); err != nil {
-			return nil, classify(fmt.Errorf("set locale %q: %w", opts.Locale, err))
-		}
-	}
-	if opts.Timezone != "" {
-		if err := (proto.EmulationSetTimezoneOverride{TimezoneID: opts.Timezone}).Call(p); err != nil {
-			return nil, classify(fmt.Errorf("set timezone %q: %w", opts.Timezone, err))
-		}
+	if err := emulate(ctx, s.b, p.Context(ctx), opts); err != nil {
+		return nil, err
 	}
 	pg := &Page{p: p}
 	if err := s.tabs.adopt(ctx, pg, opts); err != nil {
