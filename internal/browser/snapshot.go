@@ -184,6 +184,13 @@ var ErrSnapshot = errors.New("snapshot failed")
 // ErrSnapshot or ErrBrowserGone, or are ctx's.
 func (pg *Page) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot, error) {
 	opts = opts.withDefaults()
+	// Only the tab in front renders; the accessibility tree of a tab
+	// behind it never answers.
+	if pg.tab != nil {
+		if err := pg.tab.tracker.bringToFront(ctx, pg); err != nil {
+			return nil, err
+		}
+	}
 	p := pg.p.Context(ctx)
 
 	var (
