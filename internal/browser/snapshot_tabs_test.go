@@ -27,8 +27,10 @@ func TestSnapshotOfBackgroundTab(t *testing.T) {
 	second, err := s.NewPage(ctx, browser.PageOptions{})
 	require.NoError(t, err)
 	require.NoError(t, second.Navigate(ctx, base+"/two", 20*time.Second))
-	_, err = second.Snapshot(ctx, browser.SnapshotOptions{})
+	// Acting on the second tab puts it in front of the first.
+	res, err := second.Do(ctx, browser.Action{Kind: browser.ActionClick, Target: &browser.Target{CSS: "button"}})
 	require.NoError(t, err)
+	require.True(t, res.Success, "%v", res.Error)
 
 	snap, err := first.Snapshot(ctx, browser.SnapshotOptions{})
 	require.NoError(t, err)
