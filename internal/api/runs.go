@@ -158,8 +158,15 @@ func (s *RunService) StreamRunEvents(req *wfv1.StreamRunEventsRequest, stream gr
 	}
 	wake, unsubscribe := s.cfg.Hub.Subscribe(req.GetRunId())
 	defer unsubscribe()
-	if _, err := s.cfg.Store.GetRun(ctx, req.GetRunId()); err != nil {
+	run, err := s.cfg.Store.GetRun(ctx, req.GetRunId())
+	if err != nil {
 		return err
+	}
+	// A finished run whose FINISHED event lies at or before after_sequence
+	// has nothing more to send. Any other run's FINISHED event is still
+	// ahead of the stream, which ends when it sends it.
+	if store.IsTerminal(run.Status) && req.GetAfterSequence() >= run.LastEventSequence {
+		return nil
 	}
 	const batch = 100
 	last := req.GetAfterSequence()
@@ -179,15 +186,6 @@ func (s *RunService) StreamRunEvents(req *wfv1.StreamRunEventsRequest, stream gr
 		}
 		if len(evs) == batch {
 			continue
-		}
-		// A finished run whose FINISHED event lies at or before
-		// after_sequence has nothing more to send.
-		run, err := s.cfg.Store.GetRun(ctx, req.GetRunId())
-		if err != nil {
-			return err
-		}
-		if store.IsTerminal(run.Status) && last >= run.LastEventSequence {
-			return nil
 		}
 		if err := s.waitForChange(ctx, wake); err != nil {
 			return err
