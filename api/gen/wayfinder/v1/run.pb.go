@@ -135,6 +135,8 @@ const (
 	ErrorCategory_ERROR_CATEGORY_NAVIGATION_ERROR ErrorCategory = 12
 	// A defect or an unavailable dependency inside Wayfinder.
 	ErrorCategory_ERROR_CATEGORY_INTERNAL ErrorCategory = 13
+	// The run reached its max_tokens or max_cost_usd.
+	ErrorCategory_ERROR_CATEGORY_BUDGET_EXCEEDED ErrorCategory = 14
 )
 
 // Enum value maps for ErrorCategory.
@@ -154,6 +156,7 @@ var (
 		11: "ERROR_CATEGORY_WORKER_LOST",
 		12: "ERROR_CATEGORY_NAVIGATION_ERROR",
 		13: "ERROR_CATEGORY_INTERNAL",
+		14: "ERROR_CATEGORY_BUDGET_EXCEEDED",
 	}
 	ErrorCategory_value = map[string]int32{
 		"ERROR_CATEGORY_UNSPECIFIED":          0,
@@ -170,6 +173,7 @@ var (
 		"ERROR_CATEGORY_WORKER_LOST":          11,
 		"ERROR_CATEGORY_NAVIGATION_ERROR":     12,
 		"ERROR_CATEGORY_INTERNAL":             13,
+		"ERROR_CATEGORY_BUDGET_EXCEEDED":      14,
 	}
 )
 
@@ -426,9 +430,23 @@ type RunParams struct {
 	Labels map[string]string `protobuf:"bytes,13,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Route every prompt through the caller's own infrastructure instead of
 	// calling a model vendor (the prompt-runner override).
-	PromptRunner  *PromptRunner `protobuf:"bytes,14,opt,name=prompt_runner,json=promptRunner,proto3" json:"prompt_runner,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PromptRunner *PromptRunner `protobuf:"bytes,14,opt,name=prompt_runner,json=promptRunner,proto3" json:"prompt_runner,omitempty"`
+	// End the run (ERROR, ERROR_CATEGORY_BUDGET_EXCEEDED) once its model calls
+	// cost this much in US dollars (by the server's price table); the model is
+	// warned at 80%. 0: no limit.
+	MaxCostUsd float64 `protobuf:"fixed64,15,opt,name=max_cost_usd,json=maxCostUsd,proto3" json:"max_cost_usd,omitempty"`
+	// End the run (ERROR, ERROR_CATEGORY_BUDGET_EXCEEDED) once its model calls
+	// used this many tokens (input + output); warned at 80%. 0: no limit.
+	MaxTokens int64 `protobuf:"varint,16,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	// A browser action whose stated confidence is below this is not executed
+	// and the model is asked again, 0-1. Default 0.6.
+	MinConfidence *float64 `protobuf:"fixed64,17,opt,name=min_confidence,json=minConfidence,proto3,oneof" json:"min_confidence,omitempty"`
+	// Browser actions executed from one model answer, 1-5; a batch stops as
+	// soon as the page changes. Default 1 (extra calls are answered "not
+	// executed").
+	ActionsPerTurn int32 `protobuf:"varint,18,opt,name=actions_per_turn,json=actionsPerTurn,proto3" json:"actions_per_turn,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RunParams) Reset() {
@@ -559,15 +577,46 @@ func (x *RunParams) GetPromptRunner() *PromptRunner {
 	return nil
 }
 
+func (x *RunParams) GetMaxCostUsd() float64 {
+	if x != nil {
+		return x.MaxCostUsd
+	}
+	return 0
+}
+
+func (x *RunParams) GetMaxTokens() int64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *RunParams) GetMinConfidence() float64 {
+	if x != nil && x.MinConfidence != nil {
+		return *x.MinConfidence
+	}
+	return 0
+}
+
+func (x *RunParams) GetActionsPerTurn() int32 {
+	if x != nil {
+		return x.ActionsPerTurn
+	}
+	return 0
+}
+
 // ModelSettings selects the model and prompt of one role (controller or judge).
 type ModelSettings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Model provider: "anthropic", "openai", "gemini", "offline" (a
-	// deterministic step controller) or "scripted" (tests).
+	// Model provider: "anthropic", "openai" (also any OpenAI-compatible
+	// server through base_url), "gemini", or "steps" (the offline step
+	// controller: a deterministic controller for goals written as plain
+	// steps; no model, no cost). Default: the server's default provider.
 	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
 	// Vendor model name, for example "claude-sonnet-4-5" or "gpt-4.1".
 	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	// Base URL of an API-compatible server (local model servers).
+	// Base URL of an API-compatible server (local model servers). The
+	// server's own API key is never sent to a base URL the run names.
 	BaseUrl string `protobuf:"bytes,3,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
 	// The system prompt: inline text or a reference to the prompt library.
 	//
@@ -2301,7 +2350,12 @@ type Run struct {
 	// Sequence number of the run's newest event.
 	LastEventSequence int64 `protobuf:"varint,15,opt,name=last_event_sequence,json=lastEventSequence,proto3" json:"last_event_sequence,omitempty"`
 	// The URL the browser showed last.
-	FinalUrl      string `protobuf:"bytes,16,opt,name=final_url,json=finalUrl,proto3" json:"final_url,omitempty"`
+	FinalUrl string `protobuf:"bytes,16,opt,name=final_url,json=finalUrl,proto3" json:"final_url,omitempty"`
+	// Tokens and cost of the run's model calls (controller and judge).
+	Usage *Usage `protobuf:"bytes,17,opt,name=usage,proto3" json:"usage,omitempty"`
+	// The account of the outcome: the model's reason with complete_task, or
+	// the judge's.
+	Summary       string `protobuf:"bytes,18,opt,name=summary,proto3" json:"summary,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2448,6 +2502,170 @@ func (x *Run) GetFinalUrl() string {
 	return ""
 }
 
+func (x *Run) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *Run) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+// Usage counts model tokens and their cost.
+type Usage struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	InputTokens  int64                  `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	OutputTokens int64                  `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// Input tokens served from the provider's prompt cache (included in
+	// input_tokens).
+	CachedInputTokens int64 `protobuf:"varint,3,opt,name=cached_input_tokens,json=cachedInputTokens,proto3" json:"cached_input_tokens,omitempty"`
+	// By the server's price table; 0 for models without a price.
+	CostUsd float64 `protobuf:"fixed64,4,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	// Number of model calls.
+	ModelCalls    int32 `protobuf:"varint,5,opt,name=model_calls,json=modelCalls,proto3" json:"model_calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Usage) Reset() {
+	*x = Usage{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Usage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Usage) ProtoMessage() {}
+
+func (x *Usage) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Usage.ProtoReflect.Descriptor instead.
+func (*Usage) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Usage) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCachedInputTokens() int64 {
+	if x != nil {
+		return x.CachedInputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
+	}
+	return 0
+}
+
+func (x *Usage) GetModelCalls() int32 {
+	if x != nil {
+		return x.ModelCalls
+	}
+	return 0
+}
+
+// StepTimings are a step's durations by phase.
+type StepTimings struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Snapshot      *durationpb.Duration   `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	Model         *durationpb.Duration   `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	Action        *durationpb.Duration   `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
+	Judge         *durationpb.Duration   `protobuf:"bytes,4,opt,name=judge,proto3" json:"judge,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StepTimings) Reset() {
+	*x = StepTimings{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StepTimings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StepTimings) ProtoMessage() {}
+
+func (x *StepTimings) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StepTimings.ProtoReflect.Descriptor instead.
+func (*StepTimings) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *StepTimings) GetSnapshot() *durationpb.Duration {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+func (x *StepTimings) GetModel() *durationpb.Duration {
+	if x != nil {
+		return x.Model
+	}
+	return nil
+}
+
+func (x *StepTimings) GetAction() *durationpb.Duration {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+func (x *StepTimings) GetJudge() *durationpb.Duration {
+	if x != nil {
+		return x.Judge
+	}
+	return nil
+}
+
 // RunError explains a failed or errored run.
 type RunError struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -2461,7 +2679,7 @@ type RunError struct {
 
 func (x *RunError) Reset() {
 	*x = RunError{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2473,7 +2691,7 @@ func (x *RunError) String() string {
 func (*RunError) ProtoMessage() {}
 
 func (x *RunError) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2486,7 +2704,7 @@ func (x *RunError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunError.ProtoReflect.Descriptor instead.
 func (*RunError) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{24}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RunError) GetCategory() ErrorCategory {
@@ -2518,13 +2736,17 @@ type JudgeVerdict struct {
 	Feedback            string                 `protobuf:"bytes,3,opt,name=feedback,proto3" json:"feedback,omitempty"`
 	Reason              string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	SuggestedNextAction string                 `protobuf:"bytes,5,opt,name=suggested_next_action,json=suggestedNextAction,proto3" json:"suggested_next_action,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The judge concluded that the goal cannot be met.
+	Failed bool `protobuf:"varint,6,opt,name=failed,proto3" json:"failed,omitempty"`
+	// "heuristic" or "llm".
+	Source        string `protobuf:"bytes,7,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JudgeVerdict) Reset() {
 	*x = JudgeVerdict{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2536,7 +2758,7 @@ func (x *JudgeVerdict) String() string {
 func (*JudgeVerdict) ProtoMessage() {}
 
 func (x *JudgeVerdict) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2549,7 +2771,7 @@ func (x *JudgeVerdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeVerdict.ProtoReflect.Descriptor instead.
 func (*JudgeVerdict) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{25}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *JudgeVerdict) GetDone() bool {
@@ -2587,6 +2809,20 @@ func (x *JudgeVerdict) GetSuggestedNextAction() string {
 	return ""
 }
 
+func (x *JudgeVerdict) GetFailed() bool {
+	if x != nil {
+		return x.Failed
+	}
+	return false
+}
+
+func (x *JudgeVerdict) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
 // Step is one iteration of the run loop.
 type Step struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2612,13 +2848,16 @@ type Step struct {
 	// Requests the network guard refused during the step (navigations,
 	// redirects, subresources, fetch/XHR, websockets, popups).
 	BlockedRequests []*BlockedRequest `protobuf:"bytes,13,rep,name=blocked_requests,json=blockedRequests,proto3" json:"blocked_requests,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	Timings         *StepTimings      `protobuf:"bytes,14,opt,name=timings,proto3" json:"timings,omitempty"`
+	// Tokens and cost of the step's model calls.
+	Usage         *Usage `protobuf:"bytes,15,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2630,7 +2869,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2643,7 +2882,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{26}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Step) GetRunId() string {
@@ -2737,6 +2976,230 @@ func (x *Step) GetBlockedRequests() []*BlockedRequest {
 	return nil
 }
 
+func (x *Step) GetTimings() *StepTimings {
+	if x != nil {
+		return x.Timings
+	}
+	return nil
+}
+
+func (x *Step) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+// PromptRun is one model call: what was sent, what came back, tokens, cost
+// and latency.
+type PromptRun struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RunId      string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	StepNumber int32                  `protobuf:"varint,3,opt,name=step_number,json=stepNumber,proto3" json:"step_number,omitempty"`
+	// "controller" or "judge".
+	Role     string `protobuf:"bytes,4,opt,name=role,proto3" json:"role,omitempty"`
+	Provider string `protobuf:"bytes,5,opt,name=provider,proto3" json:"provider,omitempty"`
+	Model    string `protobuf:"bytes,6,opt,name=model,proto3" json:"model,omitempty"`
+	// The request as sent (system prompt, messages, tools), with images named
+	// by media ID instead of their bytes.
+	Request *structpb.Struct `protobuf:"bytes,7,opt,name=request,proto3" json:"request,omitempty"`
+	// The answer (text, tool calls, stop reason); unset when the call failed.
+	Response  *structpb.Struct       `protobuf:"bytes,8,opt,name=response,proto3" json:"response,omitempty"`
+	Usage     *Usage                 `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	Latency   *durationpb.Duration   `protobuf:"bytes,11,opt,name=latency,proto3" json:"latency,omitempty"`
+	// Set when the call failed.
+	Error string `protobuf:"bytes,12,opt,name=error,proto3" json:"error,omitempty"`
+	// The screenshots the model saw (GetMedia), in order.
+	MediaIds      []string `protobuf:"bytes,13,rep,name=media_ids,json=mediaIds,proto3" json:"media_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromptRun) Reset() {
+	*x = PromptRun{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromptRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromptRun) ProtoMessage() {}
+
+func (x *PromptRun) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromptRun.ProtoReflect.Descriptor instead.
+func (*PromptRun) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *PromptRun) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PromptRun) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *PromptRun) GetStepNumber() int32 {
+	if x != nil {
+		return x.StepNumber
+	}
+	return 0
+}
+
+func (x *PromptRun) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *PromptRun) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *PromptRun) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *PromptRun) GetRequest() *structpb.Struct {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *PromptRun) GetResponse() *structpb.Struct {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *PromptRun) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *PromptRun) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *PromptRun) GetLatency() *durationpb.Duration {
+	if x != nil {
+		return x.Latency
+	}
+	return nil
+}
+
+func (x *PromptRun) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *PromptRun) GetMediaIds() []string {
+	if x != nil {
+		return x.MediaIds
+	}
+	return nil
+}
+
+// ToolEvent reports a tool call of a step (TOOL_CALLED, TOOL_RESULT).
+type ToolEvent struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	StepNumber int32                  `protobuf:"varint,1,opt,name=step_number,json=stepNumber,proto3" json:"step_number,omitempty"`
+	Tool       string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	// TOOL_RESULT: "ok" or an error code.
+	Outcome       string `protobuf:"bytes,3,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolEvent) Reset() {
+	*x = ToolEvent{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolEvent) ProtoMessage() {}
+
+func (x *ToolEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolEvent.ProtoReflect.Descriptor instead.
+func (*ToolEvent) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ToolEvent) GetStepNumber() int32 {
+	if x != nil {
+		return x.StepNumber
+	}
+	return 0
+}
+
+func (x *ToolEvent) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolEvent) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
 // BlockedRequest is one request the run's network guard refused.
 type BlockedRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2757,7 +3220,7 @@ type BlockedRequest struct {
 
 func (x *BlockedRequest) Reset() {
 	*x = BlockedRequest{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +3232,7 @@ func (x *BlockedRequest) String() string {
 func (*BlockedRequest) ProtoMessage() {}
 
 func (x *BlockedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +3245,7 @@ func (x *BlockedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockedRequest.ProtoReflect.Descriptor instead.
 func (*BlockedRequest) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{27}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *BlockedRequest) GetTime() *timestamppb.Timestamp {
@@ -2849,7 +3312,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2861,7 +3324,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2874,7 +3337,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{28}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Action) GetTool() string {
@@ -2942,6 +3405,8 @@ type RunEvent struct {
 	//
 	//	*RunEvent_Step
 	//	*RunEvent_Run
+	//	*RunEvent_Tool
+	//	*RunEvent_Verdict
 	Payload       isRunEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2949,7 +3414,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2961,7 +3426,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2974,7 +3439,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{29}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RunEvent) GetRunId() string {
@@ -3044,6 +3509,24 @@ func (x *RunEvent) GetRun() *Run {
 	return nil
 }
 
+func (x *RunEvent) GetTool() *ToolEvent {
+	if x != nil {
+		if x, ok := x.Payload.(*RunEvent_Tool); ok {
+			return x.Tool
+		}
+	}
+	return nil
+}
+
+func (x *RunEvent) GetVerdict() *JudgeVerdict {
+	if x != nil {
+		if x, ok := x.Payload.(*RunEvent_Verdict); ok {
+			return x.Verdict
+		}
+	}
+	return nil
+}
+
 type isRunEvent_Payload interface {
 	isRunEvent_Payload()
 }
@@ -3058,15 +3541,29 @@ type RunEvent_Run struct {
 	Run *Run `protobuf:"bytes,11,opt,name=run,proto3,oneof"`
 }
 
+type RunEvent_Tool struct {
+	// TOOL_CALLED, TOOL_RESULT.
+	Tool *ToolEvent `protobuf:"bytes,12,opt,name=tool,proto3,oneof"`
+}
+
+type RunEvent_Verdict struct {
+	// JUDGE_VERDICT.
+	Verdict *JudgeVerdict `protobuf:"bytes,13,opt,name=verdict,proto3,oneof"`
+}
+
 func (*RunEvent_Step) isRunEvent_Payload() {}
 
 func (*RunEvent_Run) isRunEvent_Payload() {}
+
+func (*RunEvent_Tool) isRunEvent_Payload() {}
+
+func (*RunEvent_Verdict) isRunEvent_Payload() {}
 
 var File_wayfinder_v1_run_proto protoreflect.FileDescriptor
 
 const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\n" +
-	"\x16wayfinder/v1/run.proto\x12\fwayfinder.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf7\x05\n" +
+	"\x16wayfinder/v1/run.proto\x12\fwayfinder.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa1\a\n" +
 	"\tRunParams\x12\x12\n" +
 	"\x04goal\x18\x01 \x01(\tR\x04goal\x12\x1b\n" +
 	"\tstart_url\x18\x02 \x01(\tR\bstartUrl\x12\x1f\n" +
@@ -3084,12 +3581,19 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x04auth\x18\v \x01(\v2\x18.wayfinder.v1.AuthConfigR\x04auth\x125\n" +
 	"\abrowser\x18\f \x01(\v2\x1b.wayfinder.v1.BrowserConfigR\abrowser\x12;\n" +
 	"\x06labels\x18\r \x03(\v2#.wayfinder.v1.RunParams.LabelsEntryR\x06labels\x12?\n" +
-	"\rprompt_runner\x18\x0e \x01(\v2\x1a.wayfinder.v1.PromptRunnerR\fpromptRunner\x1a9\n" +
+	"\rprompt_runner\x18\x0e \x01(\v2\x1a.wayfinder.v1.PromptRunnerR\fpromptRunner\x12 \n" +
+	"\fmax_cost_usd\x18\x0f \x01(\x01R\n" +
+	"maxCostUsd\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x10 \x01(\x03R\tmaxTokens\x12*\n" +
+	"\x0emin_confidence\x18\x11 \x01(\x01H\x02R\rminConfidence\x88\x01\x01\x12(\n" +
+	"\x10actions_per_turn\x18\x12 \x01(\x05R\x0eactionsPerTurn\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
 	"\t_headlessB\x1b\n" +
-	"\x19_screenshot_history_depth\"\xbb\x02\n" +
+	"\x19_screenshot_history_depthB\x11\n" +
+	"\x0f_min_confidence\"\xbb\x02\n" +
 	"\rModelSettings\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x19\n" +
@@ -3228,7 +3732,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"runTimeout\"8\n" +
 	"\bViewport\x12\x14\n" +
 	"\x05width\x18\x01 \x01(\x05R\x05width\x12\x16\n" +
-	"\x06height\x18\x02 \x01(\x05R\x06height\"\xbc\x05\n" +
+	"\x06height\x18\x02 \x01(\x05R\x06height\"\x81\x06\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12/\n" +
 	"\x06params\x18\x02 \x01(\v2\x17.wayfinder.v1.RunParamsR\x06params\x12/\n" +
@@ -3250,12 +3754,26 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x0e \x01(\tR\trequestId\x12.\n" +
 	"\x13last_event_sequence\x18\x0f \x01(\x03R\x11lastEventSequence\x12\x1b\n" +
-	"\tfinal_url\x18\x10 \x01(\tR\bfinalUrl\"~\n" +
+	"\tfinal_url\x18\x10 \x01(\tR\bfinalUrl\x12)\n" +
+	"\x05usage\x18\x11 \x01(\v2\x13.wayfinder.v1.UsageR\x05usage\x12\x18\n" +
+	"\asummary\x18\x12 \x01(\tR\asummary\"\xbb\x01\n" +
+	"\x05Usage\x12!\n" +
+	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12.\n" +
+	"\x13cached_input_tokens\x18\x03 \x01(\x03R\x11cachedInputTokens\x12\x19\n" +
+	"\bcost_usd\x18\x04 \x01(\x01R\acostUsd\x12\x1f\n" +
+	"\vmodel_calls\x18\x05 \x01(\x05R\n" +
+	"modelCalls\"\xd9\x01\n" +
+	"\vStepTimings\x125\n" +
+	"\bsnapshot\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\bsnapshot\x12/\n" +
+	"\x05model\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05model\x121\n" +
+	"\x06action\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06action\x12/\n" +
+	"\x05judge\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x05judge\"~\n" +
 	"\bRunError\x127\n" +
 	"\bcategory\x18\x01 \x01(\x0e2\x1b.wayfinder.v1.ErrorCategoryR\bcategory\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1f\n" +
 	"\vstep_number\x18\x03 \x01(\x05R\n" +
-	"stepNumber\"\xaa\x01\n" +
+	"stepNumber\"\xda\x01\n" +
 	"\fJudgeVerdict\x12\x12\n" +
 	"\x04done\x18\x01 \x01(\bR\x04done\x12\x1e\n" +
 	"\n" +
@@ -3263,7 +3781,9 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"confidence\x12\x1a\n" +
 	"\bfeedback\x18\x03 \x01(\tR\bfeedback\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x122\n" +
-	"\x15suggested_next_action\x18\x05 \x01(\tR\x13suggestedNextAction\"\x90\x04\n" +
+	"\x15suggested_next_action\x18\x05 \x01(\tR\x13suggestedNextAction\x12\x16\n" +
+	"\x06failed\x18\x06 \x01(\bR\x06failed\x12\x16\n" +
+	"\x06source\x18\a \x01(\tR\x06source\"\xf0\x04\n" +
 	"\x04Step\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x05R\x06number\x129\n" +
@@ -3279,7 +3799,31 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	" \x01(\v2\x1a.wayfinder.v1.JudgeVerdictR\averdict\x12,\n" +
 	"\x05error\x18\v \x01(\v2\x16.wayfinder.v1.RunErrorR\x05error\x12\x14\n" +
 	"\x05actor\x18\f \x01(\tR\x05actor\x12G\n" +
-	"\x10blocked_requests\x18\r \x03(\v2\x1c.wayfinder.v1.BlockedRequestR\x0fblockedRequests\"\xac\x01\n" +
+	"\x10blocked_requests\x18\r \x03(\v2\x1c.wayfinder.v1.BlockedRequestR\x0fblockedRequests\x123\n" +
+	"\atimings\x18\x0e \x01(\v2\x19.wayfinder.v1.StepTimingsR\atimings\x12)\n" +
+	"\x05usage\x18\x0f \x01(\v2\x13.wayfinder.v1.UsageR\x05usage\"\xcf\x03\n" +
+	"\tPromptRun\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x1f\n" +
+	"\vstep_number\x18\x03 \x01(\x05R\n" +
+	"stepNumber\x12\x12\n" +
+	"\x04role\x18\x04 \x01(\tR\x04role\x12\x1a\n" +
+	"\bprovider\x18\x05 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x06 \x01(\tR\x05model\x121\n" +
+	"\arequest\x18\a \x01(\v2\x17.google.protobuf.StructR\arequest\x123\n" +
+	"\bresponse\x18\b \x01(\v2\x17.google.protobuf.StructR\bresponse\x12)\n" +
+	"\x05usage\x18\t \x01(\v2\x13.wayfinder.v1.UsageR\x05usage\x129\n" +
+	"\n" +
+	"start_time\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x123\n" +
+	"\alatency\x18\v \x01(\v2\x19.google.protobuf.DurationR\alatency\x12\x14\n" +
+	"\x05error\x18\f \x01(\tR\x05error\x12\x1b\n" +
+	"\tmedia_ids\x18\r \x03(\tR\bmediaIds\"Z\n" +
+	"\tToolEvent\x12\x1f\n" +
+	"\vstep_number\x18\x01 \x01(\x05R\n" +
+	"stepNumber\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x18\n" +
+	"\aoutcome\x18\x03 \x01(\tR\aoutcome\"\xac\x01\n" +
 	"\x0eBlockedRequest\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
@@ -3294,7 +3838,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1a\n" +
 	"\bstrategy\x18\x05 \x01(\tR\bstrategy\x125\n" +
 	"\bduration\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12/\n" +
-	"\x06result\x18\a \x01(\v2\x17.google.protobuf.StructR\x06result\"\xc4\x02\n" +
+	"\x06result\x18\a \x01(\v2\x17.google.protobuf.StructR\x06result\"\xab\x03\n" +
 	"\bRunEvent\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x03R\bsequence\x12.\n" +
@@ -3304,7 +3848,9 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12(\n" +
 	"\x04step\x18\n" +
 	" \x01(\v2\x12.wayfinder.v1.StepH\x00R\x04step\x12%\n" +
-	"\x03run\x18\v \x01(\v2\x11.wayfinder.v1.RunH\x00R\x03runB\t\n" +
+	"\x03run\x18\v \x01(\v2\x11.wayfinder.v1.RunH\x00R\x03run\x12-\n" +
+	"\x04tool\x18\f \x01(\v2\x17.wayfinder.v1.ToolEventH\x00R\x04tool\x126\n" +
+	"\averdict\x18\r \x01(\v2\x1a.wayfinder.v1.JudgeVerdictH\x00R\averdictB\t\n" +
 	"\apayload*\xfb\x01\n" +
 	"\tRunStatus\x12\x1a\n" +
 	"\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x15\n" +
@@ -3315,7 +3861,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x11RUN_STATUS_FAILED\x10\x05\x12 \n" +
 	"\x1cRUN_STATUS_MAX_STEPS_REACHED\x10\x06\x12\x14\n" +
 	"\x10RUN_STATUS_ERROR\x10\a\x12\x18\n" +
-	"\x14RUN_STATUS_CANCELLED\x10\b*\xf5\x03\n" +
+	"\x14RUN_STATUS_CANCELLED\x10\b*\x99\x04\n" +
 	"\rErrorCategory\x12\x1e\n" +
 	"\x1aERROR_CATEGORY_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_CATEGORY_BROWSER_CRASH\x10\x01\x12%\n" +
@@ -3331,7 +3877,8 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x12\x1e\n" +
 	"\x1aERROR_CATEGORY_WORKER_LOST\x10\v\x12#\n" +
 	"\x1fERROR_CATEGORY_NAVIGATION_ERROR\x10\f\x12\x1b\n" +
-	"\x17ERROR_CATEGORY_INTERNAL\x10\r*\x80\x01\n" +
+	"\x17ERROR_CATEGORY_INTERNAL\x10\r\x12\"\n" +
+	"\x1eERROR_CATEGORY_BUDGET_EXCEEDED\x10\x0e*\x80\x01\n" +
 	"\rJudgeStrategy\x12\x1e\n" +
 	"\x1aJUDGE_STRATEGY_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15JUDGE_STRATEGY_HYBRID\x10\x01\x12\x16\n" +
@@ -3370,7 +3917,7 @@ func file_wayfinder_v1_run_proto_rawDescGZIP() []byte {
 }
 
 var file_wayfinder_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_wayfinder_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_wayfinder_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_wayfinder_v1_run_proto_goTypes = []any{
 	(RunStatus)(0),                 // 0: wayfinder.v1.RunStatus
 	(ErrorCategory)(0),             // 1: wayfinder.v1.ErrorCategory
@@ -3401,20 +3948,24 @@ var file_wayfinder_v1_run_proto_goTypes = []any{
 	(*BrowserConfig)(nil),          // 26: wayfinder.v1.BrowserConfig
 	(*Viewport)(nil),               // 27: wayfinder.v1.Viewport
 	(*Run)(nil),                    // 28: wayfinder.v1.Run
-	(*RunError)(nil),               // 29: wayfinder.v1.RunError
-	(*JudgeVerdict)(nil),           // 30: wayfinder.v1.JudgeVerdict
-	(*Step)(nil),                   // 31: wayfinder.v1.Step
-	(*BlockedRequest)(nil),         // 32: wayfinder.v1.BlockedRequest
-	(*Action)(nil),                 // 33: wayfinder.v1.Action
-	(*RunEvent)(nil),               // 34: wayfinder.v1.RunEvent
-	nil,                            // 35: wayfinder.v1.RunParams.LabelsEntry
-	nil,                            // 36: wayfinder.v1.WebhookTool.HeadersEntry
-	nil,                            // 37: wayfinder.v1.PromptRunner.HeadersEntry
-	nil,                            // 38: wayfinder.v1.LocalStorageAuth.EntriesEntry
-	nil,                            // 39: wayfinder.v1.CallbackWebhook.HeadersEntry
-	(*structpb.Struct)(nil),        // 40: google.protobuf.Struct
-	(*durationpb.Duration)(nil),    // 41: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 42: google.protobuf.Timestamp
+	(*Usage)(nil),                  // 29: wayfinder.v1.Usage
+	(*StepTimings)(nil),            // 30: wayfinder.v1.StepTimings
+	(*RunError)(nil),               // 31: wayfinder.v1.RunError
+	(*JudgeVerdict)(nil),           // 32: wayfinder.v1.JudgeVerdict
+	(*Step)(nil),                   // 33: wayfinder.v1.Step
+	(*PromptRun)(nil),              // 34: wayfinder.v1.PromptRun
+	(*ToolEvent)(nil),              // 35: wayfinder.v1.ToolEvent
+	(*BlockedRequest)(nil),         // 36: wayfinder.v1.BlockedRequest
+	(*Action)(nil),                 // 37: wayfinder.v1.Action
+	(*RunEvent)(nil),               // 38: wayfinder.v1.RunEvent
+	nil,                            // 39: wayfinder.v1.RunParams.LabelsEntry
+	nil,                            // 40: wayfinder.v1.WebhookTool.HeadersEntry
+	nil,                            // 41: wayfinder.v1.PromptRunner.HeadersEntry
+	nil,                            // 42: wayfinder.v1.LocalStorageAuth.EntriesEntry
+	nil,                            // 43: wayfinder.v1.CallbackWebhook.HeadersEntry
+	(*structpb.Struct)(nil),        // 44: google.protobuf.Struct
+	(*durationpb.Duration)(nil),    // 45: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 46: google.protobuf.Timestamp
 }
 var file_wayfinder_v1_run_proto_depIdxs = []int32{
 	6,  // 0: wayfinder.v1.RunParams.controller:type_name -> wayfinder.v1.ModelSettings
@@ -3422,18 +3973,18 @@ var file_wayfinder_v1_run_proto_depIdxs = []int32{
 	9,  // 2: wayfinder.v1.RunParams.tools:type_name -> wayfinder.v1.ToolDefinition
 	13, // 3: wayfinder.v1.RunParams.auth:type_name -> wayfinder.v1.AuthConfig
 	26, // 4: wayfinder.v1.RunParams.browser:type_name -> wayfinder.v1.BrowserConfig
-	35, // 5: wayfinder.v1.RunParams.labels:type_name -> wayfinder.v1.RunParams.LabelsEntry
+	39, // 5: wayfinder.v1.RunParams.labels:type_name -> wayfinder.v1.RunParams.LabelsEntry
 	12, // 6: wayfinder.v1.RunParams.prompt_runner:type_name -> wayfinder.v1.PromptRunner
 	2,  // 7: wayfinder.v1.JudgeSettings.strategy:type_name -> wayfinder.v1.JudgeStrategy
 	8,  // 8: wayfinder.v1.JudgeSettings.frequency:type_name -> wayfinder.v1.JudgeFrequency
 	6,  // 9: wayfinder.v1.JudgeSettings.model:type_name -> wayfinder.v1.ModelSettings
-	40, // 10: wayfinder.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
-	40, // 11: wayfinder.v1.ToolDefinition.output_schema:type_name -> google.protobuf.Struct
+	44, // 10: wayfinder.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
+	44, // 11: wayfinder.v1.ToolDefinition.output_schema:type_name -> google.protobuf.Struct
 	10, // 12: wayfinder.v1.ToolDefinition.webhook:type_name -> wayfinder.v1.WebhookTool
 	11, // 13: wayfinder.v1.ToolDefinition.mcp:type_name -> wayfinder.v1.McpTool
-	36, // 14: wayfinder.v1.WebhookTool.headers:type_name -> wayfinder.v1.WebhookTool.HeadersEntry
-	41, // 15: wayfinder.v1.WebhookTool.timeout:type_name -> google.protobuf.Duration
-	37, // 16: wayfinder.v1.PromptRunner.headers:type_name -> wayfinder.v1.PromptRunner.HeadersEntry
+	40, // 14: wayfinder.v1.WebhookTool.headers:type_name -> wayfinder.v1.WebhookTool.HeadersEntry
+	45, // 15: wayfinder.v1.WebhookTool.timeout:type_name -> google.protobuf.Duration
+	41, // 16: wayfinder.v1.PromptRunner.headers:type_name -> wayfinder.v1.PromptRunner.HeadersEntry
 	14, // 17: wayfinder.v1.AuthConfig.bindings:type_name -> wayfinder.v1.DomainAuthBinding
 	22, // 18: wayfinder.v1.AuthConfig.global_callback:type_name -> wayfinder.v1.AuthCallback
 	15, // 19: wayfinder.v1.DomainAuthBinding.basic:type_name -> wayfinder.v1.BasicAuth
@@ -3445,45 +3996,59 @@ var file_wayfinder_v1_run_proto_depIdxs = []int32{
 	22, // 25: wayfinder.v1.DomainAuthBinding.custom_callback:type_name -> wayfinder.v1.AuthCallback
 	3,  // 26: wayfinder.v1.BasicAuth.strategy:type_name -> wayfinder.v1.BasicAuthStrategy
 	20, // 27: wayfinder.v1.CookieAuth.cookies:type_name -> wayfinder.v1.Cookie
-	42, // 28: wayfinder.v1.Cookie.expires:type_name -> google.protobuf.Timestamp
-	38, // 29: wayfinder.v1.LocalStorageAuth.entries:type_name -> wayfinder.v1.LocalStorageAuth.EntriesEntry
+	46, // 28: wayfinder.v1.Cookie.expires:type_name -> google.protobuf.Timestamp
+	42, // 29: wayfinder.v1.LocalStorageAuth.entries:type_name -> wayfinder.v1.LocalStorageAuth.EntriesEntry
 	23, // 30: wayfinder.v1.AuthCallback.script:type_name -> wayfinder.v1.LoginScript
 	25, // 31: wayfinder.v1.AuthCallback.webhook:type_name -> wayfinder.v1.CallbackWebhook
 	24, // 32: wayfinder.v1.LoginScript.steps:type_name -> wayfinder.v1.LoginStep
-	39, // 33: wayfinder.v1.CallbackWebhook.headers:type_name -> wayfinder.v1.CallbackWebhook.HeadersEntry
-	41, // 34: wayfinder.v1.CallbackWebhook.timeout:type_name -> google.protobuf.Duration
+	43, // 33: wayfinder.v1.CallbackWebhook.headers:type_name -> wayfinder.v1.CallbackWebhook.HeadersEntry
+	45, // 34: wayfinder.v1.CallbackWebhook.timeout:type_name -> google.protobuf.Duration
 	27, // 35: wayfinder.v1.BrowserConfig.viewport:type_name -> wayfinder.v1.Viewport
-	41, // 36: wayfinder.v1.BrowserConfig.navigation_timeout:type_name -> google.protobuf.Duration
-	41, // 37: wayfinder.v1.BrowserConfig.action_timeout:type_name -> google.protobuf.Duration
-	41, // 38: wayfinder.v1.BrowserConfig.run_timeout:type_name -> google.protobuf.Duration
+	45, // 36: wayfinder.v1.BrowserConfig.navigation_timeout:type_name -> google.protobuf.Duration
+	45, // 37: wayfinder.v1.BrowserConfig.action_timeout:type_name -> google.protobuf.Duration
+	45, // 38: wayfinder.v1.BrowserConfig.run_timeout:type_name -> google.protobuf.Duration
 	5,  // 39: wayfinder.v1.Run.params:type_name -> wayfinder.v1.RunParams
 	0,  // 40: wayfinder.v1.Run.status:type_name -> wayfinder.v1.RunStatus
-	42, // 41: wayfinder.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	42, // 42: wayfinder.v1.Run.start_time:type_name -> google.protobuf.Timestamp
-	42, // 43: wayfinder.v1.Run.end_time:type_name -> google.protobuf.Timestamp
-	29, // 44: wayfinder.v1.Run.error:type_name -> wayfinder.v1.RunError
-	30, // 45: wayfinder.v1.Run.final_verdict:type_name -> wayfinder.v1.JudgeVerdict
-	1,  // 46: wayfinder.v1.RunError.category:type_name -> wayfinder.v1.ErrorCategory
-	42, // 47: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
-	42, // 48: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
-	33, // 49: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
-	30, // 50: wayfinder.v1.Step.verdict:type_name -> wayfinder.v1.JudgeVerdict
-	29, // 51: wayfinder.v1.Step.error:type_name -> wayfinder.v1.RunError
-	32, // 52: wayfinder.v1.Step.blocked_requests:type_name -> wayfinder.v1.BlockedRequest
-	42, // 53: wayfinder.v1.BlockedRequest.time:type_name -> google.protobuf.Timestamp
-	40, // 54: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
-	41, // 55: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
-	40, // 56: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
-	42, // 57: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
-	4,  // 58: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
-	0,  // 59: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
-	31, // 60: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
-	28, // 61: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
-	62, // [62:62] is the sub-list for method output_type
-	62, // [62:62] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	46, // 41: wayfinder.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	46, // 42: wayfinder.v1.Run.start_time:type_name -> google.protobuf.Timestamp
+	46, // 43: wayfinder.v1.Run.end_time:type_name -> google.protobuf.Timestamp
+	31, // 44: wayfinder.v1.Run.error:type_name -> wayfinder.v1.RunError
+	32, // 45: wayfinder.v1.Run.final_verdict:type_name -> wayfinder.v1.JudgeVerdict
+	29, // 46: wayfinder.v1.Run.usage:type_name -> wayfinder.v1.Usage
+	45, // 47: wayfinder.v1.StepTimings.snapshot:type_name -> google.protobuf.Duration
+	45, // 48: wayfinder.v1.StepTimings.model:type_name -> google.protobuf.Duration
+	45, // 49: wayfinder.v1.StepTimings.action:type_name -> google.protobuf.Duration
+	45, // 50: wayfinder.v1.StepTimings.judge:type_name -> google.protobuf.Duration
+	1,  // 51: wayfinder.v1.RunError.category:type_name -> wayfinder.v1.ErrorCategory
+	46, // 52: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
+	46, // 53: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
+	37, // 54: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
+	32, // 55: wayfinder.v1.Step.verdict:type_name -> wayfinder.v1.JudgeVerdict
+	31, // 56: wayfinder.v1.Step.error:type_name -> wayfinder.v1.RunError
+	36, // 57: wayfinder.v1.Step.blocked_requests:type_name -> wayfinder.v1.BlockedRequest
+	30, // 58: wayfinder.v1.Step.timings:type_name -> wayfinder.v1.StepTimings
+	29, // 59: wayfinder.v1.Step.usage:type_name -> wayfinder.v1.Usage
+	44, // 60: wayfinder.v1.PromptRun.request:type_name -> google.protobuf.Struct
+	44, // 61: wayfinder.v1.PromptRun.response:type_name -> google.protobuf.Struct
+	29, // 62: wayfinder.v1.PromptRun.usage:type_name -> wayfinder.v1.Usage
+	46, // 63: wayfinder.v1.PromptRun.start_time:type_name -> google.protobuf.Timestamp
+	45, // 64: wayfinder.v1.PromptRun.latency:type_name -> google.protobuf.Duration
+	46, // 65: wayfinder.v1.BlockedRequest.time:type_name -> google.protobuf.Timestamp
+	44, // 66: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
+	45, // 67: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
+	44, // 68: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
+	46, // 69: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
+	4,  // 70: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
+	0,  // 71: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
+	33, // 72: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
+	28, // 73: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
+	35, // 74: wayfinder.v1.RunEvent.tool:type_name -> wayfinder.v1.ToolEvent
+	32, // 75: wayfinder.v1.RunEvent.verdict:type_name -> wayfinder.v1.JudgeVerdict
+	76, // [76:76] is the sub-list for method output_type
+	76, // [76:76] is the sub-list for method input_type
+	76, // [76:76] is the sub-list for extension type_name
+	76, // [76:76] is the sub-list for extension extendee
+	0,  // [0:76] is the sub-list for field type_name
 }
 
 func init() { file_wayfinder_v1_run_proto_init() }
@@ -3519,9 +4084,11 @@ func file_wayfinder_v1_run_proto_init() {
 		(*AuthCallback_Script)(nil),
 		(*AuthCallback_Webhook)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[29].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[33].OneofWrappers = []any{
 		(*RunEvent_Step)(nil),
 		(*RunEvent_Run)(nil),
+		(*RunEvent_Tool)(nil),
+		(*RunEvent_Verdict)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3529,7 +4096,7 @@ func file_wayfinder_v1_run_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfinder_v1_run_proto_rawDesc), len(file_wayfinder_v1_run_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   35,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -468,6 +468,119 @@ func (x *ListStepsResponse) GetNextPageToken() string {
 	return ""
 }
 
+type ListPromptRunsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	RunId string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// 1-200. Default 50.
+	PageSize      int32  `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPromptRunsRequest) Reset() {
+	*x = ListPromptRunsRequest{}
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPromptRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPromptRunsRequest) ProtoMessage() {}
+
+func (x *ListPromptRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPromptRunsRequest.ProtoReflect.Descriptor instead.
+func (*ListPromptRunsRequest) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListPromptRunsRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *ListPromptRunsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListPromptRunsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListPromptRunsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PromptRuns    []*PromptRun           `protobuf:"bytes,1,rep,name=prompt_runs,json=promptRuns,proto3" json:"prompt_runs,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPromptRunsResponse) Reset() {
+	*x = ListPromptRunsResponse{}
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPromptRunsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPromptRunsResponse) ProtoMessage() {}
+
+func (x *ListPromptRunsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPromptRunsResponse.ProtoReflect.Descriptor instead.
+func (*ListPromptRunsResponse) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListPromptRunsResponse) GetPromptRuns() []*PromptRun {
+	if x != nil {
+		return x.PromptRuns
+	}
+	return nil
+}
+
+func (x *ListPromptRunsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 type GetMediaRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	MediaId       string                 `protobuf:"bytes,1,opt,name=media_id,json=mediaId,proto3" json:"media_id,omitempty"`
@@ -477,7 +590,7 @@ type GetMediaRequest struct {
 
 func (x *GetMediaRequest) Reset() {
 	*x = GetMediaRequest{}
-	mi := &file_wayfinder_v1_run_service_proto_msgTypes[8]
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -489,7 +602,7 @@ func (x *GetMediaRequest) String() string {
 func (*GetMediaRequest) ProtoMessage() {}
 
 func (x *GetMediaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_service_proto_msgTypes[8]
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -502,7 +615,7 @@ func (x *GetMediaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMediaRequest.ProtoReflect.Descriptor instead.
 func (*GetMediaRequest) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{8}
+	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetMediaRequest) GetMediaId() string {
@@ -524,7 +637,7 @@ type SubmitApprovalRequest struct {
 
 func (x *SubmitApprovalRequest) Reset() {
 	*x = SubmitApprovalRequest{}
-	mi := &file_wayfinder_v1_run_service_proto_msgTypes[9]
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +649,7 @@ func (x *SubmitApprovalRequest) String() string {
 func (*SubmitApprovalRequest) ProtoMessage() {}
 
 func (x *SubmitApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_service_proto_msgTypes[9]
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +662,7 @@ func (x *SubmitApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitApprovalRequest.ProtoReflect.Descriptor instead.
 func (*SubmitApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{9}
+	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SubmitApprovalRequest) GetRunId() string {
@@ -585,7 +698,7 @@ type RunAndWaitRequest struct {
 
 func (x *RunAndWaitRequest) Reset() {
 	*x = RunAndWaitRequest{}
-	mi := &file_wayfinder_v1_run_service_proto_msgTypes[10]
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -597,7 +710,7 @@ func (x *RunAndWaitRequest) String() string {
 func (*RunAndWaitRequest) ProtoMessage() {}
 
 func (x *RunAndWaitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_service_proto_msgTypes[10]
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -610,7 +723,7 @@ func (x *RunAndWaitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunAndWaitRequest.ProtoReflect.Descriptor instead.
 func (*RunAndWaitRequest) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{10}
+	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RunAndWaitRequest) GetParams() *RunParams {
@@ -645,7 +758,7 @@ type RunAndWaitResponse struct {
 
 func (x *RunAndWaitResponse) Reset() {
 	*x = RunAndWaitResponse{}
-	mi := &file_wayfinder_v1_run_service_proto_msgTypes[11]
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +770,7 @@ func (x *RunAndWaitResponse) String() string {
 func (*RunAndWaitResponse) ProtoMessage() {}
 
 func (x *RunAndWaitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_service_proto_msgTypes[11]
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +783,7 @@ func (x *RunAndWaitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunAndWaitResponse.ProtoReflect.Descriptor instead.
 func (*RunAndWaitResponse) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{11}
+	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RunAndWaitResponse) GetRun() *Run {
@@ -720,6 +833,15 @@ const file_wayfinder_v1_run_service_proto_rawDesc = "" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\"e\n" +
 	"\x11ListStepsResponse\x12(\n" +
 	"\x05steps\x18\x01 \x03(\v2\x12.wayfinder.v1.StepR\x05steps\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"j\n" +
+	"\x15ListPromptRunsRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"z\n" +
+	"\x16ListPromptRunsResponse\x128\n" +
+	"\vprompt_runs\x18\x01 \x03(\v2\x17.wayfinder.v1.PromptRunR\n" +
+	"promptRuns\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\",\n" +
 	"\x0fGetMediaRequest\x12\x19\n" +
 	"\bmedia_id\x18\x01 \x01(\tR\amediaId\"d\n" +
@@ -734,7 +856,7 @@ const file_wayfinder_v1_run_service_proto_rawDesc = "" +
 	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"V\n" +
 	"\x12RunAndWaitResponse\x12#\n" +
 	"\x03run\x18\x01 \x01(\v2\x11.wayfinder.v1.RunR\x03run\x12\x1b\n" +
-	"\ttimed_out\x18\x02 \x01(\bR\btimedOut2\x9b\a\n" +
+	"\ttimed_out\x18\x02 \x01(\bR\btimedOut2\xa0\b\n" +
 	"\n" +
 	"RunService\x12X\n" +
 	"\tCreateRun\x12\x1e.wayfinder.v1.CreateRunRequest\x1a\x11.wayfinder.v1.Run\"\x18\x82\xd3\xe4\x93\x02\x12:\x06params\"\b/v1/runs\x12S\n" +
@@ -743,7 +865,8 @@ const file_wayfinder_v1_run_service_proto_rawDesc = "" +
 	"\x12\b/v1/runs\x12c\n" +
 	"\tCancelRun\x12\x1e.wayfinder.v1.CancelRunRequest\x1a\x11.wayfinder.v1.Run\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/v1/runs/{run_id}:cancel\x12s\n" +
 	"\x0fStreamRunEvents\x12$.wayfinder.v1.StreamRunEventsRequest\x1a\x16.wayfinder.v1.RunEvent\" \x82\xd3\xe4\x93\x02\x1a\x12\x18/v1/runs/{run_id}/events0\x01\x12m\n" +
-	"\tListSteps\x12\x1e.wayfinder.v1.ListStepsRequest\x1a\x1f.wayfinder.v1.ListStepsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/v1/runs/{run_id}/steps\x12]\n" +
+	"\tListSteps\x12\x1e.wayfinder.v1.ListStepsRequest\x1a\x1f.wayfinder.v1.ListStepsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/v1/runs/{run_id}/steps\x12\x82\x01\n" +
+	"\x0eListPromptRuns\x12#.wayfinder.v1.ListPromptRunsRequest\x1a$.wayfinder.v1.ListPromptRunsResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/v1/runs/{run_id}/prompt-runs\x12]\n" +
 	"\bGetMedia\x12\x1d.wayfinder.v1.GetMediaRequest\x1a\x14.google.api.HttpBody\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/v1/media/{media_id}\x12n\n" +
 	"\x0eSubmitApproval\x12#.wayfinder.v1.SubmitApprovalRequest\x1a\x11.wayfinder.v1.Run\"$\x82\xd3\xe4\x93\x02\x1e:\x01*\"\x19/v1/runs/{run_id}:approve\x12i\n" +
 	"\n" +
@@ -761,7 +884,7 @@ func file_wayfinder_v1_run_service_proto_rawDescGZIP() []byte {
 	return file_wayfinder_v1_run_service_proto_rawDescData
 }
 
-var file_wayfinder_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_wayfinder_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_wayfinder_v1_run_service_proto_goTypes = []any{
 	(*CreateRunRequest)(nil),       // 0: wayfinder.v1.CreateRunRequest
 	(*GetRunRequest)(nil),          // 1: wayfinder.v1.GetRunRequest
@@ -771,49 +894,55 @@ var file_wayfinder_v1_run_service_proto_goTypes = []any{
 	(*StreamRunEventsRequest)(nil), // 5: wayfinder.v1.StreamRunEventsRequest
 	(*ListStepsRequest)(nil),       // 6: wayfinder.v1.ListStepsRequest
 	(*ListStepsResponse)(nil),      // 7: wayfinder.v1.ListStepsResponse
-	(*GetMediaRequest)(nil),        // 8: wayfinder.v1.GetMediaRequest
-	(*SubmitApprovalRequest)(nil),  // 9: wayfinder.v1.SubmitApprovalRequest
-	(*RunAndWaitRequest)(nil),      // 10: wayfinder.v1.RunAndWaitRequest
-	(*RunAndWaitResponse)(nil),     // 11: wayfinder.v1.RunAndWaitResponse
-	(*RunParams)(nil),              // 12: wayfinder.v1.RunParams
-	(RunStatus)(0),                 // 13: wayfinder.v1.RunStatus
-	(*Run)(nil),                    // 14: wayfinder.v1.Run
-	(*Step)(nil),                   // 15: wayfinder.v1.Step
-	(*durationpb.Duration)(nil),    // 16: google.protobuf.Duration
-	(*RunEvent)(nil),               // 17: wayfinder.v1.RunEvent
-	(*httpbody.HttpBody)(nil),      // 18: google.api.HttpBody
+	(*ListPromptRunsRequest)(nil),  // 8: wayfinder.v1.ListPromptRunsRequest
+	(*ListPromptRunsResponse)(nil), // 9: wayfinder.v1.ListPromptRunsResponse
+	(*GetMediaRequest)(nil),        // 10: wayfinder.v1.GetMediaRequest
+	(*SubmitApprovalRequest)(nil),  // 11: wayfinder.v1.SubmitApprovalRequest
+	(*RunAndWaitRequest)(nil),      // 12: wayfinder.v1.RunAndWaitRequest
+	(*RunAndWaitResponse)(nil),     // 13: wayfinder.v1.RunAndWaitResponse
+	(*RunParams)(nil),              // 14: wayfinder.v1.RunParams
+	(RunStatus)(0),                 // 15: wayfinder.v1.RunStatus
+	(*Run)(nil),                    // 16: wayfinder.v1.Run
+	(*Step)(nil),                   // 17: wayfinder.v1.Step
+	(*PromptRun)(nil),              // 18: wayfinder.v1.PromptRun
+	(*durationpb.Duration)(nil),    // 19: google.protobuf.Duration
+	(*RunEvent)(nil),               // 20: wayfinder.v1.RunEvent
+	(*httpbody.HttpBody)(nil),      // 21: google.api.HttpBody
 }
 var file_wayfinder_v1_run_service_proto_depIdxs = []int32{
-	12, // 0: wayfinder.v1.CreateRunRequest.params:type_name -> wayfinder.v1.RunParams
-	13, // 1: wayfinder.v1.ListRunsRequest.statuses:type_name -> wayfinder.v1.RunStatus
-	14, // 2: wayfinder.v1.ListRunsResponse.runs:type_name -> wayfinder.v1.Run
-	15, // 3: wayfinder.v1.ListStepsResponse.steps:type_name -> wayfinder.v1.Step
-	12, // 4: wayfinder.v1.RunAndWaitRequest.params:type_name -> wayfinder.v1.RunParams
-	16, // 5: wayfinder.v1.RunAndWaitRequest.timeout:type_name -> google.protobuf.Duration
-	14, // 6: wayfinder.v1.RunAndWaitResponse.run:type_name -> wayfinder.v1.Run
-	0,  // 7: wayfinder.v1.RunService.CreateRun:input_type -> wayfinder.v1.CreateRunRequest
-	1,  // 8: wayfinder.v1.RunService.GetRun:input_type -> wayfinder.v1.GetRunRequest
-	2,  // 9: wayfinder.v1.RunService.ListRuns:input_type -> wayfinder.v1.ListRunsRequest
-	4,  // 10: wayfinder.v1.RunService.CancelRun:input_type -> wayfinder.v1.CancelRunRequest
-	5,  // 11: wayfinder.v1.RunService.StreamRunEvents:input_type -> wayfinder.v1.StreamRunEventsRequest
-	6,  // 12: wayfinder.v1.RunService.ListSteps:input_type -> wayfinder.v1.ListStepsRequest
-	8,  // 13: wayfinder.v1.RunService.GetMedia:input_type -> wayfinder.v1.GetMediaRequest
-	9,  // 14: wayfinder.v1.RunService.SubmitApproval:input_type -> wayfinder.v1.SubmitApprovalRequest
-	10, // 15: wayfinder.v1.RunService.RunAndWait:input_type -> wayfinder.v1.RunAndWaitRequest
-	14, // 16: wayfinder.v1.RunService.CreateRun:output_type -> wayfinder.v1.Run
-	14, // 17: wayfinder.v1.RunService.GetRun:output_type -> wayfinder.v1.Run
-	3,  // 18: wayfinder.v1.RunService.ListRuns:output_type -> wayfinder.v1.ListRunsResponse
-	14, // 19: wayfinder.v1.RunService.CancelRun:output_type -> wayfinder.v1.Run
-	17, // 20: wayfinder.v1.RunService.StreamRunEvents:output_type -> wayfinder.v1.RunEvent
-	7,  // 21: wayfinder.v1.RunService.ListSteps:output_type -> wayfinder.v1.ListStepsResponse
-	18, // 22: wayfinder.v1.RunService.GetMedia:output_type -> google.api.HttpBody
-	14, // 23: wayfinder.v1.RunService.SubmitApproval:output_type -> wayfinder.v1.Run
-	11, // 24: wayfinder.v1.RunService.RunAndWait:output_type -> wayfinder.v1.RunAndWaitResponse
-	16, // [16:25] is the sub-list for method output_type
-	7,  // [7:16] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	14, // 0: wayfinder.v1.CreateRunRequest.params:type_name -> wayfinder.v1.RunParams
+	15, // 1: wayfinder.v1.ListRunsRequest.statuses:type_name -> wayfinder.v1.RunStatus
+	16, // 2: wayfinder.v1.ListRunsResponse.runs:type_name -> wayfinder.v1.Run
+	17, // 3: wayfinder.v1.ListStepsResponse.steps:type_name -> wayfinder.v1.Step
+	18, // 4: wayfinder.v1.ListPromptRunsResponse.prompt_runs:type_name -> wayfinder.v1.PromptRun
+	14, // 5: wayfinder.v1.RunAndWaitRequest.params:type_name -> wayfinder.v1.RunParams
+	19, // 6: wayfinder.v1.RunAndWaitRequest.timeout:type_name -> google.protobuf.Duration
+	16, // 7: wayfinder.v1.RunAndWaitResponse.run:type_name -> wayfinder.v1.Run
+	0,  // 8: wayfinder.v1.RunService.CreateRun:input_type -> wayfinder.v1.CreateRunRequest
+	1,  // 9: wayfinder.v1.RunService.GetRun:input_type -> wayfinder.v1.GetRunRequest
+	2,  // 10: wayfinder.v1.RunService.ListRuns:input_type -> wayfinder.v1.ListRunsRequest
+	4,  // 11: wayfinder.v1.RunService.CancelRun:input_type -> wayfinder.v1.CancelRunRequest
+	5,  // 12: wayfinder.v1.RunService.StreamRunEvents:input_type -> wayfinder.v1.StreamRunEventsRequest
+	6,  // 13: wayfinder.v1.RunService.ListSteps:input_type -> wayfinder.v1.ListStepsRequest
+	8,  // 14: wayfinder.v1.RunService.ListPromptRuns:input_type -> wayfinder.v1.ListPromptRunsRequest
+	10, // 15: wayfinder.v1.RunService.GetMedia:input_type -> wayfinder.v1.GetMediaRequest
+	11, // 16: wayfinder.v1.RunService.SubmitApproval:input_type -> wayfinder.v1.SubmitApprovalRequest
+	12, // 17: wayfinder.v1.RunService.RunAndWait:input_type -> wayfinder.v1.RunAndWaitRequest
+	16, // 18: wayfinder.v1.RunService.CreateRun:output_type -> wayfinder.v1.Run
+	16, // 19: wayfinder.v1.RunService.GetRun:output_type -> wayfinder.v1.Run
+	3,  // 20: wayfinder.v1.RunService.ListRuns:output_type -> wayfinder.v1.ListRunsResponse
+	16, // 21: wayfinder.v1.RunService.CancelRun:output_type -> wayfinder.v1.Run
+	20, // 22: wayfinder.v1.RunService.StreamRunEvents:output_type -> wayfinder.v1.RunEvent
+	7,  // 23: wayfinder.v1.RunService.ListSteps:output_type -> wayfinder.v1.ListStepsResponse
+	9,  // 24: wayfinder.v1.RunService.ListPromptRuns:output_type -> wayfinder.v1.ListPromptRunsResponse
+	21, // 25: wayfinder.v1.RunService.GetMedia:output_type -> google.api.HttpBody
+	16, // 26: wayfinder.v1.RunService.SubmitApproval:output_type -> wayfinder.v1.Run
+	13, // 27: wayfinder.v1.RunService.RunAndWait:output_type -> wayfinder.v1.RunAndWaitResponse
+	18, // [18:28] is the sub-list for method output_type
+	8,  // [8:18] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_wayfinder_v1_run_service_proto_init() }
@@ -828,7 +957,7 @@ func file_wayfinder_v1_run_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfinder_v1_run_service_proto_rawDesc), len(file_wayfinder_v1_run_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

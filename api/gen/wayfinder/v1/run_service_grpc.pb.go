@@ -28,6 +28,7 @@ const (
 	RunService_CancelRun_FullMethodName       = "/wayfinder.v1.RunService/CancelRun"
 	RunService_StreamRunEvents_FullMethodName = "/wayfinder.v1.RunService/StreamRunEvents"
 	RunService_ListSteps_FullMethodName       = "/wayfinder.v1.RunService/ListSteps"
+	RunService_ListPromptRuns_FullMethodName  = "/wayfinder.v1.RunService/ListPromptRuns"
 	RunService_GetMedia_FullMethodName        = "/wayfinder.v1.RunService/GetMedia"
 	RunService_SubmitApproval_FullMethodName  = "/wayfinder.v1.RunService/SubmitApproval"
 	RunService_RunAndWait_FullMethodName      = "/wayfinder.v1.RunService/RunAndWait"
@@ -60,6 +61,9 @@ type RunServiceClient interface {
 	StreamRunEvents(ctx context.Context, in *StreamRunEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunEvent], error)
 	// ListSteps lists a run's steps in order.
 	ListSteps(ctx context.Context, in *ListStepsRequest, opts ...grpc.CallOption) (*ListStepsResponse, error)
+	// ListPromptRuns lists a run's model calls in order: each request (images
+	// by media ID), answer, tokens, cost, latency and error.
+	ListPromptRuns(ctx context.Context, in *ListPromptRunsRequest, opts ...grpc.CallOption) (*ListPromptRunsResponse, error)
 	// GetMedia returns stored media (screenshots). Over REST the response body
 	// is the image itself with its content type.
 	GetMedia(ctx context.Context, in *GetMediaRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error)
@@ -149,6 +153,16 @@ func (c *runServiceClient) ListSteps(ctx context.Context, in *ListStepsRequest, 
 	return out, nil
 }
 
+func (c *runServiceClient) ListPromptRuns(ctx context.Context, in *ListPromptRunsRequest, opts ...grpc.CallOption) (*ListPromptRunsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPromptRunsResponse)
+	err := c.cc.Invoke(ctx, RunService_ListPromptRuns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *runServiceClient) GetMedia(ctx context.Context, in *GetMediaRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(httpbody.HttpBody)
@@ -206,6 +220,9 @@ type RunServiceServer interface {
 	StreamRunEvents(*StreamRunEventsRequest, grpc.ServerStreamingServer[RunEvent]) error
 	// ListSteps lists a run's steps in order.
 	ListSteps(context.Context, *ListStepsRequest) (*ListStepsResponse, error)
+	// ListPromptRuns lists a run's model calls in order: each request (images
+	// by media ID), answer, tokens, cost, latency and error.
+	ListPromptRuns(context.Context, *ListPromptRunsRequest) (*ListPromptRunsResponse, error)
 	// GetMedia returns stored media (screenshots). Over REST the response body
 	// is the image itself with its content type.
 	GetMedia(context.Context, *GetMediaRequest) (*httpbody.HttpBody, error)
@@ -243,6 +260,9 @@ func (UnimplementedRunServiceServer) StreamRunEvents(*StreamRunEventsRequest, gr
 }
 func (UnimplementedRunServiceServer) ListSteps(context.Context, *ListStepsRequest) (*ListStepsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListSteps not implemented")
+}
+func (UnimplementedRunServiceServer) ListPromptRuns(context.Context, *ListPromptRunsRequest) (*ListPromptRunsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPromptRuns not implemented")
 }
 func (UnimplementedRunServiceServer) GetMedia(context.Context, *GetMediaRequest) (*httpbody.HttpBody, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetMedia not implemented")
@@ -375,6 +395,24 @@ func _RunService_ListSteps_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunService_ListPromptRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPromptRunsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunServiceServer).ListPromptRuns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunService_ListPromptRuns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunServiceServer).ListPromptRuns(ctx, req.(*ListPromptRunsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _RunService_GetMedia_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetMediaRequest)
 	if err := dec(in); err != nil {
@@ -455,6 +493,10 @@ var RunService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListSteps",
 			Handler:    _RunService_ListSteps_Handler,
+		},
+		{
+			MethodName: "ListPromptRuns",
+			Handler:    _RunService_ListPromptRuns_Handler,
 		},
 		{
 			MethodName: "GetMedia",
