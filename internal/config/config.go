@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,6 +47,31 @@ type Config struct {
 	ShutdownTimeout           time.Duration
 	LogLevel                  string
 	LogFormat                 string
+	// ModelProvider is the default controller provider: "auto" picks the
+	// first vendor with an API key (Anthropic, OpenAI, Gemini), else the
+	// offline step controller.
+	ModelProvider string
+	// Model and JudgeModel are the default model names ("" = the
+	// provider's default).
+	Model      string
+	JudgeModel string
+	// BaseURLs are server-level API endpoints per provider, which receive
+	// the server's API keys (a gateway, a proxy, a local server).
+	BaseURLs map[string]string
+	// APIKeys are the vendors' keys per provider, read from the vendors'
+	// standard environment variables only (never flags, which other users
+	// of the machine can see).
+	APIKeys map[string]string
+	// PricesFile is a JSON price table merged over the built-in one.
+	PricesFile string
+}
+
+// APIKeyEnv names the environment variables the vendors' API keys are read
+// from, per provider; the first one set wins.
+var APIKeyEnv = map[string][]string{
+	"anthropic": {"ANTHROPIC_API_KEY"},
+	"openai":    {"OPENAI_API_KEY"},
+	"gemini":    {"GEMINI_API_KEY", "GOOGLE_API_KEY"},
 }
 
 // Setting describes one configuration setting.
@@ -115,6 +141,42 @@ var Settings = []Setting{
 			c.LogFormat = v
 			return nil
 		}},
+	{"model-provider", "WAYFINDER_MODEL_PROVIDER", "auto", "Default controller (and judge) provider for runs that name none: anthropic, openai, gemini, steps (the offline step controller) or auto (the first of Anthropic, OpenAI, Gemini whose API key is set, else steps). API keys come from ANTHROPIC_API_KEY, OPENAI_API_KEY and GEMINI_API_KEY (or GOOGLE_API_KEY).",
+		func(c *Config, v string) error {
+			switch v {
+			case "auto", "anthropic", "openai", "gemini", "steps":
+				c.ModelProvider = v
+				return nil
+			}
+			return fmt.Errorf("must be auto, anthropic, openai, gemini or steps")
+		}},
+	{"model", "WAYFINDER_MODEL", "", "Default controller model name. Empty: the provider's default (claude-sonnet-4-5, gpt-4.1, gemini-2.5-flash).",
+		func(c *Config, v string) error { c.Model = v; return nil }},
+	{"judge-model", "WAYFINDER_JUDGE_MODEL", "", "Default judge model name (same provider as the controller). Empty: the controller's model.",
+		func(c *Config, v string) error { c.JudgeModel = v; return nil }},
+	{"anthropic-base-url", "WAYFINDER_ANTHROPIC_BASE_URL", "", "Anthropic API endpoint that receives the server's key (a gateway or proxy). Empty: Anthropic's.",
+		func(c *Config, v string) error { return setBaseURL(c, "anthropic", v) }},
+	{"openai-base-url", "WAYFINDER_OPENAI_BASE_URL", "", "OpenAI-compatible endpoint that receives the server's key (a gateway, vLLM, Ollama, LM Studio). Empty: OpenAI's.",
+		func(c *Config, v string) error { return setBaseURL(c, "openai", v) }},
+	{"gemini-base-url", "WAYFINDER_GEMINI_BASE_URL", "", "Gemini API endpoint that receives the server's key. Empty: Google's.",
+		func(c *Config, v string) error { return setBaseURL(c, "gemini", v) }},
+	{"prices-file", "WAYFINDER_PRICES_FILE", "", "JSON price table (USD per million tokens per provider and model) merged over the built-in one; see docs/api.md.",
+		func(c *Config, v string) error { c.PricesFile = v; return nil }},
+}
+
+func setBaseURL(c *Config, provider, v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("must be an absolute http(s) URL")
+	}
+	if c.BaseURLs == nil {
+		c.BaseURLs = map[string]string{}
+	}
+	c.BaseURLs[provider] = v
+	return nil
 }
 
 // Load reads the configuration from args (flags) and getenv.
@@ -149,6 +211,17 @@ func Load(name string, args []string, getenv func(string) string) (Config, error
 		}
 		if err := s.set(&c, v); err != nil {
 			errs = append(errs, fmt.Errorf("%s=%q (%s): %w", s.Env, v, source, err))
+		}
+	}
+	for provider, names := range APIKeyEnv {
+		for _, name := range names {
+			if v := strings.TrimSpace(getenv(name)); v != "" {
+				if c.APIKeys == nil {
+					c.APIKeys = map[string]string{}
+				}
+				c.APIKeys[provider] = v
+				break
+			}
 		}
 	}
 	return c, errors.Join(errs...)

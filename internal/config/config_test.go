@@ -46,7 +46,28 @@ func TestLoadDefaults(t *testing.T) {
 		ShutdownTimeout:           30 * time.Second,
 		LogLevel:                  "info",
 		LogFormat:                 "json",
+		ModelProvider:             "auto",
 	}, c)
+}
+
+func TestLoadModels(t *testing.T) {
+	t.Parallel()
+	c, err := Load("wayfinder", []string{"-model-provider", "openai", "-openai-base-url", "http://127.0.0.1:8000/v1"},
+		fakeEnv(map[string]string{"OPENAI_API_KEY": "sk-test", "GOOGLE_API_KEY": "g-key", "WAYFINDER_MODEL": "gpt-4.1-mini"}))
+	require.NoError(t, err)
+	require.Equal(t, "openai", c.ModelProvider)
+	require.Equal(t, "gpt-4.1-mini", c.Model)
+	require.Equal(t, map[string]string{"openai": "http://127.0.0.1:8000/v1"}, c.BaseURLs)
+	require.Equal(t, map[string]string{"openai": "sk-test", "gemini": "g-key"}, c.APIKeys)
+
+	for _, bad := range []map[string]string{
+		{"WAYFINDER_MODEL_PROVIDER": "cohere"},
+		{"WAYFINDER_ANTHROPIC_BASE_URL": "ftp://x"},
+		{"WAYFINDER_OPENAI_BASE_URL": "not a url"},
+	} {
+		_, err := Load("wayfinder", nil, fakeEnv(bad))
+		require.Error(t, err, "%v", bad)
+	}
 }
 
 func TestLoadPrecedence(t *testing.T) {

@@ -145,7 +145,8 @@ func lockRun(ctx context.Context, tx pgx.Tx, id string) (*wfv1.Run, error) {
 const runColumns = `id, coalesce(request_id, ''), status, params, created_at, started_at, ended_at,
 	step_count, coalesce(error_category, ''), coalesce(error_message, ''), coalesce(error_step, 0),
 	coalesce(final_screenshot_media_id::text, ''), coalesce(final_url, ''), final_verdict,
-	cancel_requested, attempts, last_event_seq`
+	cancel_requested, attempts, last_event_seq,
+	input_tokens, output_tokens, cached_input_tokens, cost_usd::float8, model_calls, coalesce(summary, '')`
 
 func scanRun(row pgx.Row) (*wfv1.Run, error) {
 	var (
@@ -156,11 +157,13 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 		started, ended               *time.Time
 		stepCount, errStep, attempts int32
 		id                           uuid.UUID
+		usage                        wfv1.Usage
 	)
 	err := row.Scan(&id, &run.RequestId, &status, &params, &created, &started, &ended,
 		&stepCount, &errCategory, &errMsg, &errStep,
 		&run.FinalScreenshotMediaId, &run.FinalUrl, &verdict,
-		&run.CancelRequested, &attempts, &run.LastEventSequence)
+		&run.CancelRequested, &attempts, &run.LastEventSequence,
+		&usage.InputTokens, &usage.OutputTokens, &usage.CachedInputTokens, &usage.CostUsd, &usage.ModelCalls, &run.Summary)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +197,9 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 		}
 	}
 	run.Success = run.Status == wfv1.RunStatus_RUN_STATUS_COMPLETED
+	if usage.ModelCalls > 0 {
+		run.Usage = &usage
+	}
 	return &run, nil
 }
 
@@ -354,6 +360,8 @@ type Outcome struct {
 	FinalURL string
 	// Verdict is the judge's final verdict, when there was one.
 	Verdict *wfv1.JudgeVerdict
+	// Summary is the account of the outcome (the model's or the judge's).
+	Summary string
 }
 
 // FinishRun moves a live run to a terminal status and records the FINISHED
@@ -404,8 +412,8 @@ func finishLocked(ctx context.Context, tx pgx.Tx, run *wfv1.Run, o Outcome) (*wf
 	_, err = tx.Exec(ctx, `
 		UPDATE runs SET status = $2, ended_at = now(), error_category = $3, error_message = $4,
 			error_step = NULLIF($5, 0), final_url = coalesce(NULLIF($6, ''), final_url),
-			final_verdict = coalesce($7, final_verdict)
-		WHERE id = $1`, run.Id, status, category, message, step, o.FinalURL, verdict)
+			final_verdict = coalesce($7, final_verdict), summary = NULLIF($8, '')
+		WHERE id = $1`, run.Id, status, category, message, step, o.FinalURL, verdict, o.Summary)
 	if err != nil {
 		return nil, fmt.Errorf("finish run %s: %w", run.Id, err)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,15 +33,6 @@ type Media struct {
 // no more steps (recorded is false): FINISHED is always its last event.
 func (s *Store) RecordStep(ctx context.Context, step *wfv1.Step, screenshot *Media) (recorded bool, err error) {
 	step = proto.Clone(step).(*wfv1.Step)
-	var mediaID *string
-	if screenshot != nil {
-		id := uuid.NewString()
-		mediaID, step.ScreenshotMediaId = &id, id
-	}
-	record, err := protojson.Marshal(step)
-	if err != nil {
-		return false, fmt.Errorf("encode step: %w", err)
-	}
 	err = s.InTx(ctx, func(tx pgx.Tx) error {
 		run, err := lockRun(ctx, tx, step.RunId)
 		if err != nil || IsTerminal(run.Status) {
@@ -54,14 +46,17 @@ func (s *Store) RecordStep(ctx context.Context, step *wfv1.Step, screenshot *Med
 		if exists {
 			return nil
 		}
+		var mediaID *string
 		if screenshot != nil {
-			sum := sha256.Sum256(screenshot.Data)
-			if _, err := tx.Exec(ctx, `
-				INSERT INTO media (id, run_id, step_number, content_type, size_bytes, sha256, data)
-				VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-				*mediaID, step.RunId, step.Number, screenshot.ContentType, len(screenshot.Data), sum[:], screenshot.Data); err != nil {
-				return fmt.Errorf("insert screenshot: %w", err)
+			id, err := saveMedia(ctx, tx, step.RunId, step.Number, screenshot)
+			if err != nil {
+				return err
 			}
+			mediaID, step.ScreenshotMediaId = &id, id
+		}
+		record, err := protojson.Marshal(step)
+		if err != nil {
+			return fmt.Errorf("encode step: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO steps (run_id, number, started_at, ended_at, url, title, screenshot_media_id, record)
@@ -88,6 +83,32 @@ func (s *Store) RecordStep(ctx context.Context, step *wfv1.Step, screenshot *Med
 		return nil
 	})
 	return recorded, err
+}
+
+// saveMedia stores m for the run unless the run already has media with the
+// same content, and returns its ID.
+func saveMedia(ctx context.Context, tx pgx.Tx, runID string, step int32, m *Media) (string, error) {
+	sum := sha256.Sum256(m.Data)
+	var id string
+	err := tx.QueryRow(ctx, `SELECT id::text FROM media WHERE run_id = $1 AND sha256 = $2 LIMIT 1`, runID, sum[:]).Scan(&id)
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("look up media: %w", err)
+	}
+	id = uuid.NewString()
+	var stepNumber *int32
+	if step > 0 {
+		stepNumber = &step
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO media (id, run_id, step_number, content_type, size_bytes, sha256, data)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		id, runID, stepNumber, m.ContentType, len(m.Data), sum[:], m.Data); err != nil {
+		return "", fmt.Errorf("insert media: %w", err)
+	}
+	return id, nil
 }
 
 // ListSteps returns up to limit steps of a run with numbers greater than
