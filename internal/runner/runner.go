@@ -1,17 +1,21 @@
-// Package runner executes one run in a browser context it is given. It owns
-// the run's flow (today: open the start URL under the domain policy, record
-// a step with a screenshot; the agent loop grows here) and reaches the world
-// only through what it is handed: a browser session, a policy and a Sink.
-// It imports neither the store nor the API.
+// Package runner is the agent loop of one run: it shows the page to a
+// controller model, executes the tool calls it answers with under the
+// run's navigation policy, asks the judge whether the goal is met, recovers
+// from what can be recovered (model errors, unparseable answers, element
+// errors, a crashed browser) and reports every step and every model call to
+// a Sink. It reaches the world only through what it is handed (a Browser, a
+// Policy, models, a judge, custom tools, a Sink); it imports neither the
+// store nor the API.
 package runner
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/wayfinder/wayfinder/internal/browser"
+	"github.com/wayfinder/wayfinder/internal/judge"
+	"github.com/wayfinder/wayfinder/internal/llm"
+	"github.com/wayfinder/wayfinder/internal/tools"
 )
 
 // Policy decides whether the browser may load a URL.
@@ -19,31 +23,141 @@ type Policy interface {
 	Check(ctx context.Context, rawURL string) error
 }
 
+// Browser is the run's browser context. The runner uses Session until an
+// operation fails because the browser is gone (or Done is closed), then
+// asks Renew for a fresh context and carries on from the last URL.
+type Browser interface {
+	// Session is the current context.
+	Session() *browser.Session
+	// Done is closed when the current context's browser died or hung.
+	Done() <-chan struct{}
+	// Renew replaces the dead context with a fresh one (network rules and
+	// auth re-applied) and returns it.
+	Renew(ctx context.Context) (*browser.Session, error)
+}
+
 // Params is what the runner needs to know about a run.
 type Params struct {
 	Goal     string
 	StartURL string
-	// Policy guards every navigation.
+	// Policy guards every navigation the model asks for.
 	Policy Policy
 	// Page holds the emulation settings.
 	Page browser.PageOptions
 	// NavigationTimeout bounds one navigation. Default 30s.
 	NavigationTimeout time.Duration
+	// ActionTimeout bounds one browser action. Default 15s.
+	ActionTimeout time.Duration
+	// MaxSteps ends the run MAX_STEPS_REACHED. Default 25.
+	MaxSteps int
+	// FirstStep is the number of the first step to execute (a resumed run
+	// continues its numbering). Default 1.
+	FirstStep int
+	// Resumed, when set, summarises what the run did before it was
+	// resumed on this worker; the model is told.
+	Resumed string
+	// ScreenshotHistoryDepth is how many recent screenshots the controller
+	// sees (0: none). Default 3.
+	ScreenshotHistoryDepth int
+
+	// Controller picks the tool calls.
+	Controller llm.Model
+	// ControllerPrompt replaces the default system prompt (a text/template
+	// with the fields of PromptData). Default: DefaultControllerPrompt.
+	ControllerPrompt string
+	// JudgeStrategy picks the judge. Default JudgeHybrid.
+	JudgeStrategy JudgeStrategy
+	// JudgeModel is the LLM judge's model; nil leaves only the heuristic
+	// judge (free, no model calls).
+	JudgeModel llm.Model
+	// JudgePrompt replaces the judge's default prompt.
+	JudgePrompt string
+	// Judge, when set, is used instead of the judge the fields above
+	// describe (tests, embedders).
+	Judge judge.Judge
+	// JudgeFrequency says when the judge runs between claims. Default
+	// every step.
+	JudgeFrequency judge.Frequency
+	// Tools are the run's custom tools; nil for none.
+	Tools *tools.Set
+	// MinConfidence: a browser action whose stated confidence is below it
+	// is not executed and the model is asked again. Default 0.6; negative
+	// disables the check.
+	MinConfidence float64
+	// ActionsPerTurn is how many browser actions of one answer run, in
+	// order, stopping as soon as the page changes. Default 1 (extra calls
+	// are answered "not executed" and logged).
+	ActionsPerTurn int
+	// TurnTokenBudget bounds the estimated input tokens of one controller
+	// call; older history is summarised to fit. Default 15000.
+	TurnTokenBudget int
+	// HistoryTokenBudget is the size past which the conversation is
+	// truncated to the last HistoryTurns turns plus a summary of the
+	// actions before them. Default 10000 tokens, 10 turns.
+	HistoryTokenBudget int
+	HistoryTurns       int
+	// MaxTokens and MaxCostUSD end the run (ERROR, budget_exceeded) once
+	// the run's model calls reach them; the model is warned at 80%. Zero:
+	// no limit.
+	MaxTokens  int
+	MaxCostUSD float64
+	// Prices turn token usage into cost. Default llm.DefaultPrices.
+	Prices *llm.Prices
+	// MaxRenewals is how many times a crashed browser is replaced within
+	// one run. Default 2.
+	MaxRenewals int
+	// RunID is passed to models that want it (the prompt-runner webhook).
+	RunID string
 }
+
+// JudgeStrategy selects how completion is decided (seed 000 §3.6).
+type JudgeStrategy int
+
+// Judge strategies.
+const (
+	// JudgeHybrid runs cheap heuristics first and the LLM judge only when
+	// they are inconclusive.
+	JudgeHybrid JudgeStrategy = iota
+	// JudgeLLM uses only the LLM judge.
+	JudgeLLM
+	// JudgeHeuristic uses only heuristics (no model calls).
+	JudgeHeuristic
+)
 
 // Status is how a run ended, from the engine's point of view.
 type Status int
 
 // The engine's run outcomes.
 const (
-	// StatusCompleted: the run did what it was asked.
+	// StatusCompleted: the goal was met, confirmed by the judge.
 	StatusCompleted Status = iota + 1
+	// StatusFailed: the judge (or the model, acknowledged) concluded the
+	// goal cannot be met.
+	StatusFailed
+	// StatusMaxSteps: the step limit was reached first.
+	StatusMaxSteps
 	// StatusError: an error ended the run; see Result.Err.
 	StatusError
 	// StatusInterrupted: ctx ended before the run did. The caller knows why
 	// (cancellation, timeout, shutdown) and decides the final status.
 	StatusInterrupted
 )
+
+func (s Status) String() string {
+	switch s {
+	case StatusCompleted:
+		return "completed"
+	case StatusFailed:
+		return "failed"
+	case StatusMaxSteps:
+		return "max_steps_reached"
+	case StatusError:
+		return "error"
+	case StatusInterrupted:
+		return "interrupted"
+	}
+	return "unknown"
+}
 
 // Category classifies errors.
 type Category string
@@ -53,7 +167,12 @@ const (
 	CategoryBrowserCrash      Category = "browser_crash"
 	CategoryNavigationTimeout Category = "navigation_timeout"
 	CategoryNavigationError   Category = "navigation_error"
+	CategoryElementNotFound   Category = "element_not_found"
+	CategoryLLMError          Category = "llm_error"
+	CategoryLLMParseError     Category = "llm_parse_error"
+	CategoryToolExecution     Category = "tool_execution_error"
 	CategoryDomainBlocked     Category = "domain_blocked"
+	CategoryBudgetExceeded    Category = "budget_exceeded"
 	CategoryInternal          Category = "internal"
 )
 
@@ -65,28 +184,98 @@ type Error struct {
 	Step int
 }
 
+func (e *Error) Error() string { return string(e.Category) + ": " + e.Message }
+
 // Action is one executed browser action or tool call.
 type Action struct {
 	Tool      string
 	Arguments map[string]any
-	// Outcome is "ok" or an action error code such as "domain_blocked" or
-	// "timeout".
-	Outcome  string
-	Message  string
+	// Outcome is "ok" or an error code: the action vocabulary
+	// (ref_invalid, element_disabled, element_obscured,
+	// element_not_visible, action_failed, timeout, invalid_params,
+	// domain_blocked), low_confidence, not_executed, or a custom tool's
+	// error code.
+	Outcome string
+	Message string
+	// Strategy found the element (ref, css, role, text, coordinates).
+	Strategy string
+	// Result is what the tool returned (JSON-compatible), nil when none.
+	Result   map[string]any
 	Duration time.Duration
 }
 
-// Step is a finished step.
+// Timings are a step's durations by phase.
+type Timings struct {
+	Snapshot, Model, Action, Judge time.Duration
+}
+
+// Step is a finished step: one controller turn and what it caused.
 type Step struct {
 	Number     int
 	Start, End time.Time
 	URL, Title string
-	// Screenshot is a PNG, nil when none could be taken.
+	// Screenshot is what the controller saw (PNG), nil when none could be
+	// taken.
 	Screenshot []byte
-	Actions    []Action
-	Err        *Error
-	// Actor is who decided the step: "system" for the fixed first step.
-	Actor string
+	// Reasoning is the model's stated reasoning.
+	Reasoning string
+	Actions   []Action
+	Verdict   *judge.Verdict
+	Err       *Error
+	// Actor is who decided the step: "model", or "system" for a step the
+	// engine took itself (opening the start URL when it fails).
+	Actor   string
+	Timings Timings
+	// Usage and CostUSD sum the step's model calls (controller and judge).
+	Usage   llm.Usage
+	CostUSD float64
+}
+
+// Role names the prompt a model call served.
+type Role string
+
+// Prompt roles.
+const (
+	RoleController Role = "controller"
+	RoleJudge      Role = "judge"
+)
+
+// PromptRun is one model call on record.
+type PromptRun struct {
+	Step     int
+	Role     Role
+	Provider string
+	Model    string
+	// Request is what was sent; its images carry Ref (a sha256 hex of
+	// the image) and their Data, which the sink stores once as media.
+	Request  *llm.Request
+	Response *llm.Response
+	Usage    llm.Usage
+	CostUSD  float64
+	Start    time.Time
+	End      time.Time
+	// Err is the failure, "" on success.
+	Err string
+}
+
+// EventKind names an Event.
+type EventKind string
+
+// Event kinds.
+const (
+	EventToolCalled   EventKind = "tool_called"
+	EventToolResult   EventKind = "tool_result"
+	EventJudgeVerdict EventKind = "judge_verdict"
+)
+
+// Event is progress inside a step, for live streams.
+type Event struct {
+	Kind    EventKind
+	Step    int
+	Tool    string
+	Outcome string
+	Message string
+	Verdict *judge.Verdict
 }
 
 // Sink receives the run's progress. Its methods are called with a context
@@ -94,6 +283,8 @@ type Step struct {
 type Sink interface {
 	StepStarted(ctx context.Context, number int) error
 	StepFinished(ctx context.Context, step Step) error
+	PromptRun(ctx context.Context, pr PromptRun) error
+	Event(ctx context.Context, e Event) error
 }
 
 // Result is how the run ended.
@@ -101,92 +292,24 @@ type Result struct {
 	Status   Status
 	Err      *Error
 	FinalURL string
-	Steps    int
+	// Steps is the number of the last step recorded.
+	Steps int
+	// FinalScreenshot is the last screenshot taken (PNG), nil when none.
+	FinalScreenshot []byte
+	// Verdict is the judge's last verdict.
+	Verdict *judge.Verdict
+	// Reason is the model's (or the judge's) account of the outcome.
+	Reason  string
+	Usage   llm.Usage
+	CostUSD float64
 }
 
 // Runner executes runs.
 type Runner struct {
 	// ScreenshotTimeout bounds taking a screenshot. Default 10s.
 	ScreenshotTimeout time.Duration
-}
-
-// Run executes p in session s and reports progress to sink. An error is
-// returned only when the sink fails (the run's record is then incomplete and
-// the caller should retry); everything that happens in the browser is part
-// of the Result.
-func (r *Runner) Run(ctx context.Context, s *browser.Session, p Params, sink Sink) (Result, error) {
-	if p.NavigationTimeout <= 0 {
-		p.NavigationTimeout = 30 * time.Second
-	}
-	record := context.WithoutCancel(ctx)
-	step := Step{Number: 1, Start: time.Now(), Actor: "system"}
-	if err := sink.StepStarted(record, step.Number); err != nil {
-		return Result{}, fmt.Errorf("record step start: %w", err)
-	}
-	nav := Action{Tool: "browser_navigate", Arguments: map[string]any{"url": p.StartURL}, Outcome: "ok"}
-	finish := func(res Result) (Result, error) {
-		nav.Duration = time.Since(step.Start)
-		step.Actions, step.End, step.Err = []Action{nav}, time.Now(), res.Err
-		if err := sink.StepFinished(record, step); err != nil {
-			return Result{}, fmt.Errorf("record step: %w", err)
-		}
-		res.Steps, res.FinalURL = 1, step.URL
-		return res, nil
-	}
-
-	if err := p.Policy.Check(ctx, p.StartURL); err != nil {
-		nav.Outcome, nav.Message = "domain_blocked", err.Error()
-		return finish(Result{Status: StatusError, Err: &Error{Category: CategoryDomainBlocked, Message: err.Error(), Step: 1}})
-	}
-	page, err := s.NewPage(ctx, p.Page)
-	if err != nil {
-		if ctx.Err() != nil {
-			return Result{Status: StatusInterrupted}, nil
-		}
-		return finish(Result{Status: StatusError, Err: classify(err, 1)})
-	}
-	navErr := page.Navigate(ctx, p.StartURL, p.NavigationTimeout)
-	if ctx.Err() != nil {
-		return Result{Status: StatusInterrupted}, nil
-	}
-	r.capture(ctx, page, &step)
-	if navErr != nil {
-		e := classify(navErr, 1)
-		nav.Outcome, nav.Message = "action_failed", navErr.Error()
-		if e.Category == CategoryNavigationTimeout {
-			nav.Outcome = "timeout"
-		}
-		return finish(Result{Status: StatusError, Err: e})
-	}
-	if ctx.Err() != nil {
-		return Result{Status: StatusInterrupted}, nil
-	}
-	return finish(Result{Status: StatusCompleted})
-}
-
-// capture records the page's location and a screenshot into step; failures
-// leave the fields empty, because evidence is best effort once the page is
-// broken.
-func (r *Runner) capture(ctx context.Context, page *browser.Page, step *Step) {
-	timeout := r.ScreenshotTimeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	step.URL, step.Title, _ = page.Location(cctx)
-	step.Screenshot, _ = page.Screenshot(cctx)
-}
-
-func classify(err error, step int) *Error {
-	e := &Error{Category: CategoryInternal, Message: err.Error(), Step: step}
-	switch {
-	case errors.Is(err, browser.ErrNavigationTimeout):
-		e.Category = CategoryNavigationTimeout
-	case errors.Is(err, browser.ErrNavigation):
-		e.Category = CategoryNavigationError
-	case errors.Is(err, browser.ErrBrowserGone):
-		e.Category = CategoryBrowserCrash
-	}
-	return e
+	// Retry is the model retry policy. Default llm.DefaultRetryPolicy.
+	Retry *llm.RetryPolicy
+	// OnModelRetry, when set, is told of each model retry.
+	OnModelRetry func(provider string, attempt int, err error)
 }
