@@ -53,6 +53,8 @@ func TestParseForms(t *testing.T) {
 		{`Set Quantity to 3`, got{Fill, "Quantity", "3", ""}},
 		{`Clear the Notes field`, got{Fill, "Notes", "", "textbox"}},
 		{`Type hello`, got{Fill, "", "hello", ""}},
+		{`Type {{login.password}} into Password.`, got{Fill, "Password", "{{login.password}}", ""}},
+		{`Step 2 - Then, click Next!`, got{Click, "Next", "", ""}},
 		// select
 		{`Select Blue from Color`, got{Select, "Color", "Blue", ""}},
 		{`Choose "United States" in the Country dropdown`, got{Select, "Country", "United States", "combobox"}},
