@@ -64,6 +64,7 @@ type ParseError struct {
 	Reason string
 }
 
+// Error says which line and why: line 3: cannot understand "…": …
 func (e *ParseError) Error() string {
 	if e.Line == 0 {
 		return e.Reason
