@@ -1,0 +1,383 @@
+package gemini_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wayfinder/wayfinder/internal/llm"
+	"github.com/wayfinder/wayfinder/internal/llm/gemini"
+	"github.com/wayfinder/wayfinder/internal/llm/llmtest"
+)
+
+const testKey = "AIzaSy-test-0123456789abcdef"
+
+func newModel(t *testing.T, srv *llmtest.Server, edit func(*llm.Settings)) llm.Model {
+	t.Helper()
+	s := llm.Settings{Provider: llm.ProviderGemini, BaseURL: srv.URL, APIKey: testKey}
+	if edit != nil {
+		edit(&s)
+	}
+	m, err := gemini.New(s)
+	require.NoError(t, err)
+	return m
+}
+
+func userText(text string) llm.Message {
+	return llm.Message{Role: llm.RoleUser, Parts: []llm.Part{{Text: text}}}
+}
+
+func TestTextAnswer(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewGemini(t, func(llmtest.Call) llmtest.Reply {
+		return llmtest.Reply{Text: "The total is 42.", Usage: llm.Usage{InputTokens: 120, OutputTokens: 9, CachedInputTokens: 100}}
+	})
+	m := newModel(t, srv, nil)
+	require.Equal(t, llm.ProviderGemini, m.Provider())
+	require.Equal(t, gemini.DefaultModel, m.Name())
+
+	resp, err := m.Complete(context.Background(), &llm.Request{
+		System:   "You check reports.",
+		Messages: []llm.Message{userText("What is the total?")},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "The total is 42.", resp.Text)
+	require.Empty(t, resp.ToolCalls)
+	require.Equal(t, "STOP", resp.StopReason)
+	require.Equal(t, gemini.DefaultModel, resp.Model)
+	require.Equal(t, llm.Usage{InputTokens: 120, OutputTokens: 9, CachedInputTokens: 100}, resp.Usage)
+
+	calls := srv.Calls()
+	require.Len(t, calls, 1)
+	c := calls[0]
+	require.Equal(t, "/v1beta/models/"+gemini.DefaultModel+":generateContent", c.Path)
+	require.Equal(t, gemini.DefaultModel, c.Model)
+	require.Equal(t, "You check reports.", c.System)
+	require.Equal(t, []llm.Message{userText("What is the total?")}, c.Messages)
+	require.Equal(t, testKey, c.Header.Get("X-Goog-Api-Key"), "the key travels in x-goog-api-key")
+	require.NotContains(t, c.Path, testKey)
+}
+
+func TestToolRoundTrip(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewGemini(t, func(c llmtest.Call) llmtest.Reply {
+		if len(c.Messages) == 1 {
+			return llmtest.Reply{
+				Text:      "I will click Reports.",
+				ToolCalls: []llm.ToolCall{{Name: "click", Arguments: json.RawMessage(`{"ref":"@e3"}`)}},
+			}
+		}
+		return llmtest.Reply{Text: "Reports is open."}
+	})
+	m := newModel(t, srv, nil)
+	tools := []llm.Tool{{
+		Name:        "click",
+		Description: "Click an element.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string"}},"required":["ref"],"additionalProperties":false}`),
+	}}
+	req := &llm.Request{
+		System:     "Drive the browser.",
+		Messages:   []llm.Message{userText("Open Reports.")},
+		Tools:      tools,
+		ToolChoice: "any",
+	}
+	resp, err := m.Complete(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, "STOP", resp.StopReason)
+	require.Equal(t, "I will click Reports.", resp.Text)
+	require.Len(t, resp.ToolCalls, 1)
+	tc := resp.ToolCalls[0]
+	require.NotEmpty(t, tc.ID)
+	require.Equal(t, "click", tc.Name)
+	require.JSONEq(t, `{"ref":"@e3"}`, string(tc.Arguments))
+
+	first := srv.Calls()[0]
+	require.Equal(t, []string{"click"}, first.Tools)
+	require.Equal(t, "any", first.ToolChoice)
+	var body struct {
+		Tools []struct {
+			FunctionDeclarations []struct {
+				Description          string          `json:"description"`
+				ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+			} `json:"functionDeclarations"`
+		} `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal(first.Body, &body))
+	decl := body.Tools[0].FunctionDeclarations[0]
+	require.Equal(t, "Click an element.", decl.Description)
+	require.JSONEq(t, string(tools[0].InputSchema), string(decl.ParametersJSONSchema))
+
+	png := llmtest.PNG()
+	req.Messages = append(req.Messages,
+		llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{{Text: resp.Text}, {ToolCall: &tc}}},
+		llm.Message{Role: llm.RoleUser, Parts: []llm.Part{
+			{ToolResult: &llm.ToolResult{CallID: tc.ID, Name: tc.Name, Content: `{"ok":true}`,
+				Images: []llm.Image{{MediaType: "image/png", Data: png}}}},
+			{Text: "Continue."},
+		}},
+	)
+	req.ToolChoice = ""
+	resp, err = m.Complete(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, "Reports is open.", resp.Text)
+
+	calls := srv.Calls()
+	require.Len(t, calls, 2)
+	second := calls[1]
+	require.Equal(t, "", second.ToolChoice)
+	require.Equal(t, 1, second.ImageCount)
+	require.Len(t, second.Messages, 3)
+	// The generated ID is not sent: Gemini pairs results by name.
+	require.Equal(t, llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{
+		{Text: "I will click Reports."},
+		{ToolCall: &llm.ToolCall{Name: "click", Arguments: json.RawMessage(`{"ref":"@e3"}`)}},
+	}}, second.Messages[1])
+	require.Equal(t, llm.Message{Role: llm.RoleUser, Parts: []llm.Part{
+		{ToolResult: &llm.ToolResult{Name: "click", Content: `{"ok":true}`}},
+		{Image: &llm.Image{MediaType: "image/png", Data: png}},
+		{Text: "Continue."},
+	}}, second.Messages[2])
+	// A call whose thought signature is unknown carries the documented
+	// placeholder (bytes field: base64 on the wire, either alphabet).
+	var sent struct {
+		Contents []struct {
+			Parts []struct {
+				ThoughtSignature string `json:"thoughtSignature"`
+			} `json:"parts"`
+		} `json:"contents"`
+	}
+	require.NoError(t, json.Unmarshal(second.Body, &sent))
+	sig, err := base64.StdEncoding.DecodeString(sent.Contents[1].Parts[1].ThoughtSignature)
+	require.NoError(t, err)
+	want, err := base64.RawURLEncoding.DecodeString("skip_thought_signature_validator")
+	require.NoError(t, err)
+	require.Equal(t, want, sig)
+}
+
+func TestToolResultError(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewGemini(t, nil)
+	m := newModel(t, srv, nil)
+	_, err := m.Complete(context.Background(), &llm.Request{Messages: []llm.Message{
+		userText("Go."),
+		{Role: llm.RoleAssistant, Parts: []llm.Part{{ToolCall: &llm.ToolCall{ID: "toolu_1", Name: "click", Arguments: json.RawMessage(`{}`)}}}},
+		{Role: llm.RoleUser, Parts: []llm.Part{{ToolResult: &llm.ToolResult{CallID: "toolu_1", Content: "ref_invalid", IsError: true}}}},
+	}})
+	require.NoError(t, err)
+	got := srv.Calls()[0].Messages[2].Parts[0].ToolResult
+	require.True(t, got.IsError)
+	require.Equal(t, "click", got.Name, "the name comes from the call")
+	require.Equal(t, "ref_invalid", got.Content)
+}
+
+func TestSamplingSettings(t *testing.T) {
+	t.Parallel()
+	f := func(v float64) *float64 { return &v }
+	tests := []struct {
+		name      string
+		settings  llm.Settings
+		req       llm.Request
+		wantTemp  *float64
+		wantMax   int
+		wantModel string
+	}{
+		{name: "defaults", wantModel: gemini.DefaultModel},
+		{name: "settings", settings: llm.Settings{Model: "gemini-2.5-pro", Temperature: f(0.3), MaxOutputTokens: 800},
+			wantTemp: f(0.3), wantMax: 800, wantModel: "gemini-2.5-pro"},
+		{name: "request wins", settings: llm.Settings{Temperature: f(0.3), MaxOutputTokens: 800},
+			req: llm.Request{Temperature: f(0), MaxOutputTokens: 50}, wantTemp: f(0), wantMax: 50, wantModel: gemini.DefaultModel},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := llmtest.NewGemini(t, nil)
+			m := newModel(t, srv, func(s *llm.Settings) {
+				s.Model, s.Temperature, s.MaxOutputTokens = tt.settings.Model, tt.settings.Temperature, tt.settings.MaxOutputTokens
+			})
+			req := tt.req
+			req.Messages = []llm.Message{userText("Hi.")}
+			_, err := m.Complete(context.Background(), &req)
+			require.NoError(t, err)
+			c := srv.Calls()[0]
+			require.Equal(t, tt.wantTemp, c.Temperature)
+			require.Equal(t, tt.wantMax, c.MaxOutputTokens)
+			require.Equal(t, tt.wantModel, c.Model)
+			require.Equal(t, tt.wantModel, m.Name())
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		reply      llmtest.Reply
+		class      error
+		status     int
+		retryAfter time.Duration
+	}{
+		{name: "401", reply: llmtest.Reply{Status: 401, Text: "invalid key " + testKey}, class: llm.ErrAuth, status: 401},
+		{name: "400 API key not valid", reply: llmtest.Reply{Status: 400, Text: "API key not valid. Please pass a valid API key."}, class: llm.ErrAuth, status: 400},
+		{name: "403", reply: llmtest.Reply{Status: 403, Text: "key " + testKey + " may not use this model"}, class: llm.ErrAuth, status: 403},
+		{name: "429 with Retry-After", reply: llmtest.Reply{Status: 429, RetryAfter: 7 * time.Second, Text: "slow down"},
+			class: llm.ErrRateLimited, status: 429, retryAfter: 7 * time.Second},
+		{name: "429 without Retry-After", reply: llmtest.Reply{Status: 429}, class: llm.ErrRateLimited, status: 429},
+		{name: "500", reply: llmtest.Reply{Status: 500}, class: llm.ErrTransient, status: 500},
+		{name: "503", reply: llmtest.Reply{Status: 503, Text: "The model is overloaded."}, class: llm.ErrTransient, status: 503},
+		{name: "408", reply: llmtest.Reply{Status: 408}, class: llm.ErrTransient, status: 408},
+		{name: "400", reply: llmtest.Reply{Status: 400, Text: "messages: field required; key " + testKey}, class: llm.ErrInvalidRequest, status: 400},
+		{name: "404", reply: llmtest.Reply{Status: 404, Text: "model: no-such-model"}, class: llm.ErrInvalidRequest, status: 404},
+		{name: "malformed tool args", reply: llmtest.Reply{ToolCalls: []llm.ToolCall{{Name: "click", Arguments: json.RawMessage(`{"ref": @e1`)}}},
+			class: llm.ErrUnparseable},
+		{name: "tool args not an object", reply: llmtest.Reply{ToolCalls: []llm.ToolCall{{Name: "click", Arguments: json.RawMessage(`["@e1"]`)}}},
+			class: llm.ErrUnparseable},
+		{name: "empty answer", reply: llmtest.Reply{}, class: llm.ErrRefused},
+		{name: "refusal", reply: llmtest.Reply{Text: "I can't help with that.", StopReason: "SAFETY"}, class: llm.ErrRefused},
+		{name: "malformed function call", reply: llmtest.Reply{StopReason: "MALFORMED_FUNCTION_CALL"}, class: llm.ErrUnparseable},
+		{name: "connection dropped", reply: llmtest.Reply{Drop: true}, class: llm.ErrTransient},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := llmtest.NewGemini(t, func(llmtest.Call) llmtest.Reply { return tt.reply })
+			m := newModel(t, srv, nil)
+			resp, err := m.Complete(context.Background(), &llm.Request{Messages: []llm.Message{userText("Hi.")}})
+			require.Nil(t, resp)
+			require.ErrorIs(t, err, tt.class)
+			var e *llm.Error
+			require.ErrorAs(t, err, &e)
+			require.Equal(t, llm.ProviderGemini, e.Provider)
+			require.Equal(t, tt.status, e.Status)
+			require.Equal(t, tt.retryAfter, e.RetryAfter)
+			require.NotContains(t, err.Error(), testKey)
+			require.NotContains(t, err.Error(), "Hi.", "no request contents in errors")
+			require.Len(t, srv.Calls(), 1, "the SDK must not retry on its own")
+		})
+	}
+}
+
+func TestAttemptTimeout(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewGemini(t, func(llmtest.Call) llmtest.Reply { return llmtest.Reply{Text: "late", Delay: time.Minute} })
+	m := newModel(t, srv, func(s *llm.Settings) { s.Timeout = 100 * time.Millisecond })
+	_, err := m.Complete(context.Background(), &llm.Request{Messages: []llm.Message{userText("Hi.")}})
+	require.ErrorIs(t, err, llm.ErrTransient)
+	require.NotContains(t, err.Error(), testKey)
+}
+
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	srv := llmtest.NewGemini(t, func(llmtest.Call) llmtest.Reply {
+		close(started)
+		return llmtest.Reply{Text: "late", Delay: time.Hour}
+	})
+	m := newModel(t, srv, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-started
+		cancel()
+	}()
+	_, err := m.Complete(ctx, &llm.Request{Messages: []llm.Message{userText("Hi.")}})
+	require.Equal(t, context.Canceled, err, "ctx's error, as is")
+}
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+	_, err := gemini.New(llm.Settings{})
+	require.ErrorIs(t, err, llm.ErrAuth)
+	require.ErrorContains(t, err, "API key")
+}
+
+func TestBaseURLWithoutKey(t *testing.T) {
+	// Not parallel: it sets the environment. A key in the environment must
+	// not reach a server the caller named without a key.
+	t.Setenv("GEMINI_API_KEY", "AIza-from-the-environment")
+	t.Setenv("GOOGLE_API_KEY", "AIza-from-the-environment")
+	t.Setenv("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:1")
+	srv := llmtest.NewGemini(t, nil)
+	m, err := gemini.New(llm.Settings{BaseURL: srv.URL, Headers: map[string]string{"X-Proxy-Team": "qa"}})
+	require.NoError(t, err)
+	resp, err := m.Complete(context.Background(), &llm.Request{Messages: []llm.Message{userText("Hi.")}})
+	require.NoError(t, err)
+	require.Equal(t, "ok", resp.Text)
+	h := srv.Calls()[0].Header
+	require.NotContains(t, h.Get("X-Goog-Api-Key"), "from-the-environment")
+	require.Empty(t, h.Get("Authorization"))
+	require.Equal(t, "qa", h.Get("X-Proxy-Team"))
+}
+
+func TestInvalidRequest(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewGemini(t, nil)
+	m := newModel(t, srv, nil)
+	tests := map[string]llm.Request{
+		"bad schema":   {Messages: []llm.Message{userText("Hi.")}, Tools: []llm.Tool{{Name: "x", InputSchema: json.RawMessage(`[1]`)}}},
+		"bad choice":   {Messages: []llm.Message{userText("Hi.")}, Tools: []llm.Tool{{Name: "x"}}, ToolChoice: "sometimes"},
+		"bad role":     {Messages: []llm.Message{{Role: "system", Parts: []llm.Part{{Text: "x"}}}}},
+		"call by user": {Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{{ToolCall: &llm.ToolCall{Name: "x"}}}}}},
+	}
+	for name, req := range tests {
+		_, err := m.Complete(context.Background(), &req)
+		require.ErrorIs(t, err, llm.ErrInvalidRequest, name)
+	}
+	require.Empty(t, srv.Calls())
+}
+
+func TestVendorCallIDs(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewGemini(t, func(c llmtest.Call) llmtest.Reply {
+		if len(c.Messages) == 1 {
+			return llmtest.Reply{ToolCalls: []llm.ToolCall{
+				{ID: "fc-1", Name: "click", Arguments: json.RawMessage(`{"ref":"@e1"}`)},
+				{ID: "fc-2", Name: "type", Arguments: json.RawMessage(`{"ref":"@e2","text":"x"}`)},
+			}}
+		}
+		return llmtest.Reply{Text: "done"}
+	})
+	m := newModel(t, srv, nil)
+	req := &llm.Request{
+		Messages: []llm.Message{userText("Fill the form.")},
+		Tools:    []llm.Tool{{Name: "click"}, {Name: "type"}},
+	}
+	resp, err := m.Complete(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, resp.ToolCalls, 2)
+	require.Equal(t, "fc-1", resp.ToolCalls[0].ID, "an ID Gemini gives is kept")
+	require.Equal(t, "fc-2", resp.ToolCalls[1].ID)
+
+	calls := []llm.Part{{ToolCall: &resp.ToolCalls[0]}, {ToolCall: &resp.ToolCalls[1]}}
+	results := []llm.Part{
+		{ToolResult: &llm.ToolResult{CallID: "fc-1", Content: "clicked"}},
+		{ToolResult: &llm.ToolResult{CallID: "fc-2", Content: "typed"}},
+	}
+	req.Messages = append(req.Messages,
+		llm.Message{Role: llm.RoleAssistant, Parts: calls},
+		llm.Message{Role: llm.RoleUser, Parts: results})
+	_, err = m.Complete(context.Background(), req)
+	require.NoError(t, err)
+	second := srv.Calls()[1]
+	require.Equal(t, "fc-2", second.Messages[1].Parts[1].ToolCall.ID)
+	require.Equal(t, []llm.Part{
+		{ToolResult: &llm.ToolResult{CallID: "fc-1", Name: "click", Content: "clicked"}},
+		{ToolResult: &llm.ToolResult{CallID: "fc-2", Name: "type", Content: "typed"}},
+	}, second.Messages[2].Parts, "results are paired by ID and name")
+}
+
+func TestGeneratedIDsAreUnique(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewGemini(t, func(llmtest.Call) llmtest.Reply {
+		return llmtest.Reply{ToolCalls: []llm.ToolCall{{Name: "scroll"}, {Name: "scroll"}}}
+	})
+	m := newModel(t, srv, nil)
+	resp, err := m.Complete(context.Background(), &llm.Request{Messages: []llm.Message{userText("Scroll twice.")}})
+	require.NoError(t, err)
+	require.Len(t, resp.ToolCalls, 2)
+	require.NotEmpty(t, resp.ToolCalls[0].ID)
+	require.NotEqual(t, resp.ToolCalls[0].ID, resp.ToolCalls[1].ID)
+	require.JSONEq(t, `{}`, string(resp.ToolCalls[0].Arguments))
+}
