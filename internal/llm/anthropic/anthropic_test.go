@@ -113,9 +113,9 @@ func TestToolRoundTrip(t *testing.T) {
 	req.Messages = append(req.Messages,
 		llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{{Text: resp.Text}, {ToolCall: &tc}}},
 		llm.Message{Role: llm.RoleUser, Parts: []llm.Part{
+			{Text: "Continue."},
 			{ToolResult: &llm.ToolResult{CallID: tc.ID, Name: tc.Name, Content: `{"ok":true}`,
 				Images: []llm.Image{{MediaType: "image/png", Data: png}}}},
-			{Text: "Continue."},
 		}},
 	)
 	req.ToolChoice = ""
@@ -141,7 +141,7 @@ func TestToolRoundTrip(t *testing.T) {
 	require.Equal(t, tc.ID, got.CallID)
 	require.Equal(t, `{"ok":true}`, got.Content)
 	require.Equal(t, []llm.Image{{MediaType: "image/png", Data: png}}, got.Images, "the image travels inside the tool_result")
-	require.Equal(t, "Continue.", result.Parts[1].Text)
+	require.Equal(t, "Continue.", result.Parts[1].Text, "tool results come first")
 }
 
 func TestToolResultError(t *testing.T) {

@@ -62,8 +62,10 @@ func (m *model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	return p, nil
 }
 
+// message translates one llm message. In a user message the tool_result
+// blocks come first, as the API requires.
 func message(msg llm.Message) (sdk.MessageParam, error) {
-	var blocks []sdk.ContentBlockParamUnion
+	var results, blocks []sdk.ContentBlockParamUnion
 	for _, part := range msg.Parts {
 		switch {
 		case part.Text != "":
@@ -83,9 +85,10 @@ func message(msg llm.Message) (sdk.MessageParam, error) {
 			if msg.Role != llm.RoleUser {
 				return sdk.MessageParam{}, fmt.Errorf("a tool result in a %s message", msg.Role)
 			}
-			blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: toolResult(part.ToolResult)})
+			results = append(results, sdk.ContentBlockParamUnion{OfToolResult: toolResult(part.ToolResult)})
 		}
 	}
+	blocks = append(results, blocks...)
 	switch msg.Role {
 	case llm.RoleUser:
 		return sdk.NewUserMessage(blocks...), nil

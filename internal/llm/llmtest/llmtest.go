@@ -26,8 +26,26 @@ import (
 )
 
 // Script decides the answer to one call; it sees the decoded call. It may
-// be called from several goroutines at once.
+// be called from several goroutines at once. A nil Script answers "ok".
 type Script func(call Call) Reply
+
+// Replies is a Script that answers the calls in order with replies; once
+// they run out, the last one answers every further call. With no replies
+// it answers "ok".
+func Replies(replies ...Reply) Script {
+	var mu sync.Mutex
+	next := 0
+	return func(Call) Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(replies) == 0 {
+			return Reply{Text: "ok"}
+		}
+		r := replies[min(next, len(replies)-1)]
+		next++
+		return r
+	}
+}
 
 // Call is one request as the fake server decoded it.
 type Call struct {
@@ -124,7 +142,7 @@ type vendor interface {
 func newServer(t testing.TB, script Script, v vendor, urlSuffix string) *Server {
 	t.Helper()
 	if script == nil {
-		script = func(Call) Reply { return Reply{Text: "ok"} }
+		script = Replies()
 	}
 	s := &Server{t: t, script: script, done: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
