@@ -569,6 +569,7 @@ func (ru *run) ask() (*llm.Response, *Result) {
 	var extra []llm.Message
 	for attempt := 0; ; attempt++ {
 		req := ru.conv.request(ru.system, ru.tools)
+		notes := len(ru.pending) // sent with this request
 		if len(ru.pending) > 0 {
 			last := &req.Messages[len(req.Messages)-1]
 			last.Parts = append(append([]llm.Part(nil), last.Parts...), llm.Part{Text: strings.Join(ru.pending, "\n")})
@@ -587,7 +588,9 @@ func (ru *run) ask() (*llm.Response, *Result) {
 		}
 		switch {
 		case err == nil && len(resp.ToolCalls) > 0:
-			ru.pending = nil
+			// Notes added since the request was built (the budget
+			// warning of this very call) wait for the next one.
+			ru.pending = ru.pending[notes:]
 			if len(extra) > 0 {
 				// Keep the exchange that led here in the history.
 				ru.conv.turns = append(ru.conv.turns, turn{assistant: extra[0], results: extra[1], lean: extra[1]})
