@@ -271,7 +271,7 @@ func (ru *run) finishStep() error {
 	ru.rec = nil
 	st.End = time.Now()
 	if st.URL == "" && ru.obs != nil {
-		st.URL, st.Title = ru.obs.url, ru.obs.snap.Page.Title
+		st.URL, st.Title, st.Screenshot = ru.obs.url, ru.obs.snap.Page.Title, ru.obs.png
 	}
 	if err := ru.sink.StepFinished(ru.record, *st); err != nil {
 		return fmt.Errorf("record step %d: %w", st.Number, err)
@@ -324,7 +324,6 @@ func (ru *run) open() (Result, bool) {
 	if !ru.takeObservation(nil) {
 		return ru.interruptedOrCrash()
 	}
-	ru.rec.URL, ru.rec.Title, ru.rec.Screenshot = ru.obs.url, ru.obs.snap.Page.Title, ru.obs.png
 	ru.startConversation()
 	return Result{}, false
 }

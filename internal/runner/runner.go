@@ -213,9 +213,10 @@ type Timings struct {
 type Step struct {
 	Number     int
 	Start, End time.Time
+	// URL, Title and Screenshot (PNG) are the page at the end of the step,
+	// as the judge and the controller's next turn see it. Screenshot is nil
+	// when none could be taken.
 	URL, Title string
-	// Screenshot is what the controller saw (PNG), nil when none could be
-	// taken.
 	Screenshot []byte
 	// Reasoning is the model's stated reasoning.
 	Reasoning string
