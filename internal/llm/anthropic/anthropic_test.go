@@ -309,3 +309,18 @@ func TestInvalidRequest(t *testing.T) {
 	}
 	require.Empty(t, srv.Calls())
 }
+
+// The SDK does not retry; llm.WithRetry does, on the classified errors.
+func TestRetriedFromOutside(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewAnthropic(t, llmtest.Replies(
+		llmtest.Reply{Status: 503},
+		llmtest.Reply{Status: 429},
+		llmtest.Reply{Text: "third time"},
+	))
+	m := llm.WithRetry(newModel(t, srv, nil), llm.RetryPolicy{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 3}, nil)
+	resp, err := m.Complete(context.Background(), &llm.Request{Messages: []llm.Message{userText("Hi.")}})
+	require.NoError(t, err)
+	require.Equal(t, "third time", resp.Text)
+	require.Len(t, srv.Calls(), 3)
+}
