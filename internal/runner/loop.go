@@ -495,6 +495,7 @@ func (ru *run) turn() (res Result, done bool, err error) {
 	t := turn{assistant: assistantMessage(resp)}
 	out := ru.execute(resp.ToolCalls, &t)
 	if out.interrupted {
+		ru.answerUnanswered(&t, resp.ToolCalls, "not executed: the run was interrupted")
 		return Result{Status: StatusInterrupted}, true, nil
 	}
 	if out.crashed != nil {
@@ -738,8 +739,9 @@ func (ru *run) browserTool(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 	cancel()
 	ru.rec.Timings.Action += time.Since(begin)
 	if err != nil {
-		ru.rec.Actions = append(ru.rec.Actions, Action{Tool: call.Name, Arguments: args, Outcome: "action_failed",
-			Message: err.Error(), Duration: time.Since(begin)})
+		// Answered (and recorded) here, so the call has its one record and
+		// its result event even though the run stops or recovers.
+		ru.answerError(t, call, args, string(browser.CodeActionFailed), err.Error(), time.Since(begin))
 		if ru.ctx.Err() != nil {
 			out.interrupted = true
 			return false
