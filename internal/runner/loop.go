@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -956,7 +957,7 @@ func (ru *run) approval(t *turn, call llm.ToolCall, a toolArgs, args map[string]
 }
 
 func (ru *run) answer(t *turn, call llm.ToolCall, body map[string]any, isError bool) {
-	content, err := json.Marshal(body)
+	content, err := marshalResult(body)
 	if err != nil {
 		content = []byte(`{"success":false,"error":"action_failed"}`)
 	}
@@ -968,7 +969,7 @@ func (ru *run) answer(t *turn, call llm.ToolCall, body map[string]any, isError b
 			lean[k] = v
 		}
 		lean["snapshot"] = "(older snapshot omitted)"
-		content, _ = json.Marshal(lean)
+		content, _ = marshalResult(lean)
 	}
 	t.lean.Parts = append(t.lean.Parts, llm.Part{ToolResult: &llm.ToolResult{CallID: call.ID, Name: call.Name, Content: string(content), IsError: isError}})
 	outcome := "ok"
@@ -976,6 +977,19 @@ func (ru *run) answer(t *turn, call llm.ToolCall, body map[string]any, isError b
 		outcome, _ = body["error"].(string)
 	}
 	ru.note(Event{Kind: EventToolResult, Step: ru.step, Tool: call.Name, Outcome: outcome})
+}
+
+// marshalResult encodes a tool result for the model without HTML escaping:
+// json.Marshal would send the untrusted-content delimiters as
+// \u003cuntrusted_page_content\u003e, not as the system prompt names them.
+func marshalResult(body map[string]any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(body); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func (ru *run) answerError(t *turn, call llm.ToolCall, args map[string]any, code, msg string, d time.Duration) {
