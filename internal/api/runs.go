@@ -21,6 +21,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/events"
 	"github.com/wayfinder/wayfinder/internal/fault"
 	"github.com/wayfinder/wayfinder/internal/store"
+	"github.com/wayfinder/wayfinder/internal/worker"
 )
 
 // Queue is what the API needs of the run queue.
@@ -42,6 +43,9 @@ type Config struct {
 	// Default 2s.
 	PollInterval time.Duration
 	Logger       *slog.Logger
+	// Models checks that a run's models can be built (provider known, key
+	// present, offline steps parse) before it is accepted.
+	Models *worker.Models
 }
 
 // RunService implements wayfinder.v1.RunService.
@@ -72,6 +76,9 @@ func (s *RunService) create(ctx context.Context, params *wfv1.RunParams, request
 	}
 	params, err := validateParams(params, s.cfg.MaxRunTimeout)
 	if err != nil {
+		return nil, false, err
+	}
+	if err := checkModels(s.cfg.Models, params); err != nil {
 		return nil, false, err
 	}
 	carrier := propagation.MapCarrier{}
@@ -239,6 +246,29 @@ func (s *RunService) ListSteps(ctx context.Context, req *wfv1.ListStepsRequest) 
 		resp.NextPageToken = strconv.Itoa(int(steps[size-1].Number))
 	}
 	return resp, nil
+}
+
+// ListPromptRuns implements wayfinder.v1.RunService.
+func (s *RunService) ListPromptRuns(ctx context.Context, req *wfv1.ListPromptRunsRequest) (*wfv1.ListPromptRunsResponse, error) {
+	var v fault.Violations
+	if _, err := uuid.Parse(req.GetRunId()); err != nil {
+		v.Add("run_id", "must be a run ID (UUID)")
+	}
+	size := int(req.GetPageSize())
+	switch {
+	case size == 0:
+		size = 50
+	case size < 1 || size > 200:
+		v.Add("page_size", "must be between 1 and 200 (got %d)", size)
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	prs, next, err := s.cfg.Store.ListPromptRuns(ctx, req.GetRunId(), req.GetPageToken(), size)
+	if err != nil {
+		return nil, err
+	}
+	return &wfv1.ListPromptRunsResponse{PromptRuns: prs, NextPageToken: next}, nil
 }
 
 // GetMedia implements wayfinder.v1.RunService.

@@ -95,22 +95,11 @@ func validateParams(p *wfv1.RunParams, maxRunTimeout time.Duration) (*wfv1.RunPa
 		v.Add("params.screenshot_history_depth", "must be between 0 and %d (got %d)", maxHistoryDepth, *p.ScreenshotHistoryDepth)
 	}
 
+	validateEngine(&v, p)
 	// Capabilities of later releases: accepted by the contract, refused
 	// until the server implements them, never silently ignored.
-	if p.Controller != nil {
-		v.Unimplemented("params.controller", "model selection arrives with the agent engine; omit the field")
-	}
-	if p.Judge != nil {
-		v.Unimplemented("params.judge", "judges arrive with the agent engine; omit the field")
-	}
-	if len(p.Tools) > 0 {
-		v.Unimplemented("params.tools", "custom tools arrive with the agent engine; omit the field")
-	}
 	if p.Auth != nil {
 		v.Unimplemented("params.auth", "authentication is not supported yet; omit the field")
-	}
-	if p.PromptRunner != nil {
-		v.Unimplemented("params.prompt_runner", "the prompt-runner webhook arrives with the agent engine; omit the field")
 	}
 
 	p.Browser = validateBrowser(&v, p.Browser, maxRunTimeout)

@@ -23,7 +23,8 @@ func (pg *Page) formElement(ctx context.Context, a Action, opts ActionOptions, o
 		return nil, st, err
 	}
 	if st.Kind == "label" {
-		obj, err := evalOn(ctx, el, `function() { return this.control; }`)
+		// The match may be the label's text node (a name-only target).
+		obj, err := evalOn(ctx, el, `function() { const l = this.nodeType === 1 ? this : this.parentElement; return l && l.control; }`)
 		if err != nil {
 			return nil, st, err
 		}

@@ -25,6 +25,9 @@ func TestFill(t *testing.T) {
 		{"date input", browser.Target{Role: "textbox", Name: "Birthday", CSS: "#date"}, "2024-02-29", "document.getElementById('date').value"},
 		{"clear", browser.Target{CSS: "#name"}, "", "document.getElementById('name').value"},
 		{"by label text", browser.Target{Text: "Bio"}, "found by its label", "document.getElementById('bio').value"},
+		// A name alone also matches the wrapping label and its text; the
+		// control named that way is the one filled.
+		{"by name only", browser.Target{Name: "Name"}, "found by its name", "document.getElementById('name').value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pg := env.page(t, "/form.html")

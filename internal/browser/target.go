@@ -309,18 +309,28 @@ func (pg *Page) findRole(ctx context.Context, role, name string) (*element, erro
 	if err != nil {
 		return nil, err
 	}
-	var hidden *element
+	// A name alone also matches labels and text; a visible control with
+	// that name wins over them.
+	var hidden, passive *element
 	for _, c := range cands {
-		var vis bool
-		if err := c.call(ctx, jsFn(`function() { return visible(this.nodeType === 1 ? this : this.parentElement); }`), &vis); err != nil {
+		var vis [2]bool
+		if err := c.call(ctx, jsFn(`function() {
+			const el = this.nodeType === 1 ? this : this.parentElement;
+			return [visible(el), this.nodeType === 1 && this.matches('input,select,textarea,button,a[href],[role],[tabindex],[contenteditable]')];
+		}`), &vis); err != nil {
 			continue
 		}
-		if vis {
+		switch {
+		case vis[0] && (vis[1] || role != ""):
 			return c, nil
-		}
-		if hidden == nil {
+		case vis[0] && passive == nil:
+			passive = c
+		case hidden == nil:
 			hidden = c
 		}
+	}
+	if passive != nil {
+		return passive, nil
 	}
 	return hidden, nil
 }

@@ -1,17 +1,16 @@
 // Package demo is what `wayfinder demo` (and `make demo`) runs: a small
-// bundled site served on loopback, and a client that submits a run over the
-// REST API, follows its events, and prints the result.
+// bundled web app served on loopback (a login, a dashboard and an expense
+// form), and a client that submits a multi-step task over the REST API,
+// follows its events, and prints the result.
 package demo
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"embed"
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -19,21 +18,14 @@ import (
 	"time"
 )
 
-//go:embed site
-var site embed.FS
-
 // ServeSite serves the demo site on an ephemeral loopback port until ctx is
 // done and returns its base URL.
 func ServeSite(ctx context.Context) (string, error) {
-	root, err := fs.Sub(site, "site")
-	if err != nil {
-		return "", err
-	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("listen for the demo site: %w", err)
 	}
-	srv := &http.Server{Handler: http.FileServerFS(root), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: newSite().handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(lis) }()
 	go func() {
 		<-ctx.Done()
@@ -55,7 +47,7 @@ type Result struct {
 func Run(ctx context.Context, httpAddr, startURL, outDir string, out io.Writer) (*Result, error) {
 	base := "http://" + httpAddr
 	body, _ := json.Marshal(map[string]any{
-		"goal":            "Open Acme Reports and check that last week's total is shown",
+		"goal":            Goal,
 		"start_url":       startURL,
 		"allowed_domains": []string{"127.0.0.1"},
 		"labels":          map[string]string{"source": "demo"},
@@ -103,7 +95,15 @@ func Run(ctx context.Context, httpAddr, startURL, outDir string, out io.Writer) 
 		Status                 string `json:"status"`
 		FinalScreenshotMediaID string `json:"final_screenshot_media_id"`
 		FinalURL               string `json:"final_url"`
-		Error                  *struct {
+		StepCount              int    `json:"step_count"`
+		Summary                string `json:"summary"`
+		Usage                  *struct {
+			InputTokens  string  `json:"input_tokens"`
+			OutputTokens string  `json:"output_tokens"`
+			CostUSD      float64 `json:"cost_usd"`
+			ModelCalls   int     `json:"model_calls"`
+		} `json:"usage"`
+		Error *struct {
 			Category string `json:"category"`
 			Message  string `json:"message"`
 		} `json:"error"`
@@ -112,7 +112,13 @@ func Run(ctx context.Context, httpAddr, startURL, outDir string, out io.Writer) 
 		return nil, err
 	}
 	res := &Result{RunID: final.ID, Status: final.Status}
-	fmt.Fprintf(out, "\nresult: %s (final URL %s)\n", final.Status, final.FinalURL)
+	fmt.Fprintf(out, "\nresult: %s after %d steps (final URL %s)\n", final.Status, final.StepCount, final.FinalURL)
+	if final.Summary != "" {
+		fmt.Fprintf(out, "summary: %s\n", final.Summary)
+	}
+	if u := final.Usage; u != nil {
+		fmt.Fprintf(out, "model: %d calls, %s input + %s output tokens, $%.4f\n", u.ModelCalls, u.InputTokens, u.OutputTokens, u.CostUSD)
+	}
 	if final.Error != nil {
 		fmt.Fprintf(out, "error: %s: %s\n", final.Error.Category, final.Error.Message)
 	}

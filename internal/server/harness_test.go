@@ -73,6 +73,9 @@ type serverOpts struct {
 	runTimeout time.Duration
 	shutdown   time.Duration
 	tracer     trace.TracerProvider
+	// allowPrivate lets runs (and the server's calls for them: model
+	// base URLs, webhooks) reach 127.0.0.1.
+	allowPrivate bool
 }
 
 func testConfig(t *testing.T, dbURL string, o serverOpts) config.Config {
@@ -92,6 +95,7 @@ func testConfig(t *testing.T, dbURL string, o serverOpts) config.Config {
 	if o.shutdown > 0 {
 		cfg.ShutdownTimeout = o.shutdown
 	}
+	cfg.AllowPrivateNetworks = o.allowPrivate
 	return cfg
 }
 
@@ -227,7 +231,7 @@ func newSite(t *testing.T) *site {
 // params returns valid run params for url on the test site.
 func params(url string) *wfv1.RunParams {
 	return &wfv1.RunParams{
-		Goal:           "Open the page and check the heading",
+		Goal:           "Expect text Hello from the test site",
 		StartUrl:       url,
 		AllowedDomains: []string{"127.0.0.1"},
 	}

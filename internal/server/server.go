@@ -9,15 +9,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -35,6 +39,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/api"
 	"github.com/wayfinder/wayfinder/internal/config"
 	"github.com/wayfinder/wayfinder/internal/events"
+	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/netguard"
 	"github.com/wayfinder/wayfinder/internal/pool"
 	"github.com/wayfinder/wayfinder/internal/queue"
@@ -53,6 +58,8 @@ type Options struct {
 	Ready func(Addrs)
 	// ReapInterval is how often lost runs are looked for. Default 30s.
 	ReapInterval time.Duration
+	// Models adds model providers by name (tests register a scripted one).
+	Models map[string]func(llm.Settings) (llm.Model, error)
 }
 
 // Addrs are the addresses the server listens on.
@@ -124,6 +131,17 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		store.NewCollector(st))
 	tracer := opts.TracerProvider.Tracer("github.com/wayfinder/wayfinder")
 
+	prices, err := llm.LoadPrices(cfg.PricesFile)
+	if err != nil {
+		return err
+	}
+	models := &worker.Models{
+		DefaultProvider: cfg.ModelProvider, DefaultModel: cfg.Model, JudgeModel: cfg.JudgeModel,
+		APIKeys: cfg.APIKeys, BaseURLs: cfg.BaseURLs, Extra: opts.Models,
+		HTTPClient: worker.Egress(cfg.AllowPrivateNetworks),
+	}
+	logger.Info("models", "default_provider", models.Provider(nil), "keys_for", slices.Sorted(maps.Keys(cfg.APIKeys)))
+
 	works := cfg.Role == config.RoleAll || cfg.Role == config.RoleWorker
 	serves := cfg.Role == config.RoleAll || cfg.Role == config.RoleAPI
 
@@ -151,7 +169,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 			Store: st, Pool: browsers, Runner: &runner.Runner{},
 			AllowPrivateNetworks: cfg.AllowPrivateNetworks,
 			Logger:               logger, Tracer: tracer, Metrics: worker.NewMetrics(reg),
-			NetMetrics: netguard.NewMetrics(reg),
+			NetMetrics: netguard.NewMetrics(reg), Models: models, Prices: prices,
 		}))
 		qcfg.Workers, qcfg.Concurrency = workers, browsers.Capacity()
 	}
@@ -181,7 +199,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	serveErr := make(chan error, 2)
 	if serves {
 		grpcSrv, httpSrv, addrs, err = startAPI(ctx, cfg, apiDeps{
-			store: st, queue: q, hub: hub, logger: logger, reg: reg, tp: opts.TracerProvider,
+			store: st, queue: q, hub: hub, logger: logger, reg: reg, tp: opts.TracerProvider, models: models,
 			ready: func() bool { return ready.Load() && st.Ping(ctx) == nil && (browsers == nil || browsers.Ready()) },
 		}, serveErr)
 		if err != nil {
@@ -251,6 +269,16 @@ type apiDeps struct {
 	reg    *prometheus.Registry
 	tp     trace.TracerProvider
 	ready  func() bool
+	models *worker.Models
+}
+
+// recovered turns a panic in a handler into an INTERNAL error (the
+// process and the other requests carry on) and logs it with its stack.
+func recovered(logger *slog.Logger) recovery.RecoveryHandlerFuncContext {
+	return func(ctx context.Context, p any) error {
+		logger.ErrorContext(ctx, "panic in request handler", "panic", p, "stack", string(debug.Stack()))
+		return errors.New("request handler panicked")
+	}
 }
 
 // startAPI listens on the gRPC and HTTP addresses and serves in the
@@ -273,11 +301,14 @@ func startAPI(ctx context.Context, cfg config.Config, d apiDeps, errc chan<- err
 	grpcSrv := grpc.NewServer(
 		grpc.StatsHandler(otelgrpc.NewServerHandler(
 			otelgrpc.WithTracerProvider(d.tp), otelgrpc.WithPropagators(propagation.TraceContext{}))),
-		grpc.ChainUnaryInterceptor(srvMetrics.UnaryServerInterceptor(), api.UnaryErrors(d.logger)),
-		grpc.ChainStreamInterceptor(srvMetrics.StreamServerInterceptor(), api.StreamErrors(d.logger)),
+		grpc.ChainUnaryInterceptor(srvMetrics.UnaryServerInterceptor(), api.UnaryErrors(d.logger),
+			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recovered(d.logger)))),
+		grpc.ChainStreamInterceptor(srvMetrics.StreamServerInterceptor(), api.StreamErrors(d.logger),
+			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(recovered(d.logger)))),
 	)
 	runs := api.NewRunService(api.Config{
 		Store: d.store, Queue: d.queue, Hub: d.hub, MaxRunTimeout: cfg.RunTimeout, Logger: d.logger,
+		Models: d.models,
 	})
 	wfv1.RegisterRunServiceServer(grpcSrv, runs)
 	healthSrv := health.NewServer()

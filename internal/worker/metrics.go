@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+	"github.com/wayfinder/wayfinder/internal/judge"
+	"github.com/wayfinder/wayfinder/internal/runner"
 )
 
 // Metrics are the worker's Prometheus metrics.
@@ -15,6 +17,12 @@ type Metrics struct {
 	finished     *prometheus.CounterVec
 	runDuration  *prometheus.HistogramVec
 	stepDuration prometheus.Histogram
+	stepPhase    *prometheus.HistogramVec
+	tokens       *prometheus.CounterVec
+	cost         *prometheus.CounterVec
+	modelCalls   *prometheus.CounterVec
+	modelLatency *prometheus.HistogramVec
+	verdicts     *prometheus.CounterVec
 }
 
 // NewMetrics creates the worker metrics and registers them with reg (none
@@ -37,11 +45,72 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Wall time of run steps.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
 		}),
+		stepPhase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wayfinder_step_phase_seconds",
+			Help:    "Time spent in each phase of a step: snapshot, model, action, judge.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}, []string{"phase"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wayfinder_model_tokens_total", Help: "Model tokens by provider, model, role and direction (input, output, cached_input).",
+		}, []string{"provider", "model", "role", "direction"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wayfinder_model_cost_usd_total", Help: "Model cost in US dollars by provider, model and role (by the server's price table).",
+		}, []string{"provider", "model", "role"}),
+		modelCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wayfinder_model_calls_total", Help: "Model calls by provider, model, role and result (ok, error).",
+		}, []string{"provider", "model", "role", "result"}),
+		modelLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wayfinder_model_latency_seconds",
+			Help:    "Latency of model calls by provider and role.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+		}, []string{"provider", "role"}),
+		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wayfinder_judge_verdicts_total", Help: "Judge verdicts by source (heuristic, llm) and outcome (done, failed, continue).",
+		}, []string{"source", "outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.started, m.finished, m.runDuration, m.stepDuration)
+		reg.MustRegister(m.started, m.finished, m.runDuration, m.stepDuration, m.stepPhase, m.tokens, m.cost,
+			m.modelCalls, m.modelLatency, m.verdicts)
 	}
 	return m
+}
+
+func (m *Metrics) observeStep(st runner.Step) {
+	m.stepDuration.Observe(st.End.Sub(st.Start).Seconds())
+	for phase, d := range map[string]time.Duration{"snapshot": st.Timings.Snapshot, "model": st.Timings.Model,
+		"action": st.Timings.Action, "judge": st.Timings.Judge} {
+		if d > 0 {
+			m.stepPhase.WithLabelValues(phase).Observe(d.Seconds())
+		}
+	}
+}
+
+func (m *Metrics) observePrompt(pr runner.PromptRun) {
+	role := string(pr.Role)
+	result := "ok"
+	if pr.Err != "" {
+		result = "error"
+	}
+	m.modelCalls.WithLabelValues(pr.Provider, pr.Model, role, result).Inc()
+	m.modelLatency.WithLabelValues(pr.Provider, role).Observe(pr.End.Sub(pr.Start).Seconds())
+	m.tokens.WithLabelValues(pr.Provider, pr.Model, role, "input").Add(float64(pr.Usage.InputTokens))
+	m.tokens.WithLabelValues(pr.Provider, pr.Model, role, "output").Add(float64(pr.Usage.OutputTokens))
+	m.tokens.WithLabelValues(pr.Provider, pr.Model, role, "cached_input").Add(float64(pr.Usage.CachedInputTokens))
+	m.cost.WithLabelValues(pr.Provider, pr.Model, role).Add(pr.CostUSD)
+}
+
+func (m *Metrics) observeVerdict(v *judge.Verdict) {
+	if v == nil {
+		return
+	}
+	outcome := "continue"
+	switch {
+	case v.Done:
+		outcome = "done"
+	case v.Failed:
+		outcome = "failed"
+	}
+	m.verdicts.WithLabelValues(v.Source, outcome).Inc()
 }
 
 func (m *Metrics) observeFinish(status wfv1.RunStatus, d time.Duration) {

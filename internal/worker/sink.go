@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -11,22 +13,27 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/netguard"
 	"github.com/wayfinder/wayfinder/internal/runner"
 	"github.com/wayfinder/wayfinder/internal/store"
 )
 
-// sink persists what the runner reports: steps with their screenshots and
-// events, each in one transaction.
+// sink persists what the runner reports: steps with their screenshots,
+// prompt runs with the images they showed, and events, each in one
+// transaction; and it counts them in metrics and traces.
 type sink struct {
 	store   *store.Store
 	runID   string
 	tracer  trace.Tracer
 	metrics *Metrics
+	log     *slog.Logger
 	// blocks is the run's network guard log; blockSeq is the first block
 	// not yet attached to a step.
 	blocks   *netguard.Log
 	blockSeq uint64
+	// status is the run's status for events (RUNNING while it runs).
+	status wfv1.RunStatus
 }
 
 func (s *sink) StepStarted(ctx context.Context, number int) error {
@@ -34,6 +41,7 @@ func (s *sink) StepStarted(ctx context.Context, number int) error {
 	if err != nil {
 		return err
 	}
+	s.status = run.Status
 	if int(run.StepCount) >= number {
 		return nil // a resumed run repeats a step that is already on record
 	}
@@ -51,9 +59,9 @@ func (s *sink) StepFinished(ctx context.Context, st runner.Step) error {
 		trace.WithAttributes(attribute.String("wayfinder.run_id", s.runID), attribute.Int("wayfinder.step", st.Number)))
 	defer span.End(trace.WithTimestamp(st.End))
 	for _, a := range st.Actions {
-		_, as := s.tracer.Start(ctx, "action "+a.Tool, trace.WithTimestamp(st.Start),
+		_, as := s.tracer.Start(ctx, "action "+a.Tool, trace.WithTimestamp(st.End.Add(-a.Duration)),
 			trace.WithAttributes(attribute.String("wayfinder.outcome", a.Outcome)))
-		as.End(trace.WithTimestamp(st.Start.Add(a.Duration)))
+		as.End(trace.WithTimestamp(st.End))
 	}
 	step := &wfv1.Step{
 		RunId:     s.runID,
@@ -62,18 +70,31 @@ func (s *sink) StepFinished(ctx context.Context, st runner.Step) error {
 		EndTime:   timestamppb.New(st.End),
 		Url:       st.URL,
 		Title:     st.Title,
+		Reasoning: st.Reasoning,
+		Verdict:   verdictProto(st.Verdict),
 		Error:     runError(st.Err),
 		Actor:     st.Actor,
+		Timings: &wfv1.StepTimings{Snapshot: durationpb.New(st.Timings.Snapshot), Model: durationpb.New(st.Timings.Model),
+			Action: durationpb.New(st.Timings.Action), Judge: durationpb.New(st.Timings.Judge)},
+	}
+	if st.Usage.Total() > 0 || st.CostUSD > 0 {
+		step.Usage = usageProto(st.Usage, st.CostUSD, 0)
 	}
 	for _, a := range st.Actions {
 		args, err := structpb.NewStruct(a.Arguments)
 		if err != nil {
 			return fmt.Errorf("encode arguments of %s: %w", a.Tool, err)
 		}
-		step.Actions = append(step.Actions, &wfv1.Action{
-			Tool: a.Tool, Arguments: args, Outcome: a.Outcome, Message: a.Message,
+		act := &wfv1.Action{
+			Tool: a.Tool, Arguments: args, Outcome: a.Outcome, Message: a.Message, Strategy: a.Strategy,
 			Duration: durationpb.New(a.Duration),
-		})
+		}
+		if a.Result != nil {
+			if act.Result, err = structpb.NewStruct(a.Result); err != nil {
+				return fmt.Errorf("encode result of %s: %w", a.Tool, err)
+			}
+		}
+		step.Actions = append(step.Actions, act)
 	}
 	var blocked []netguard.Block
 	blocked, s.blockSeq = s.blocks.Since(s.blockSeq)
@@ -92,7 +113,109 @@ func (s *sink) StepFinished(ctx context.Context, st runner.Step) error {
 		return err
 	}
 	if recorded {
-		s.metrics.stepDuration.Observe(st.End.Sub(st.Start).Seconds())
+		s.metrics.observeStep(st)
 	}
 	return nil
+}
+
+// PromptRun stores a model call. The request is stored as JSON with each
+// image named by its media ID.
+func (s *sink) PromptRun(ctx context.Context, pr runner.PromptRun) error {
+	request, err := json.Marshal(pr.Request)
+	if err != nil {
+		return fmt.Errorf("encode prompt: %w", err)
+	}
+	rec := store.PromptRun{
+		RunID: s.runID, Step: int32(pr.Step), Role: string(pr.Role), Provider: pr.Provider, Model: pr.Model,
+		Request: request, Usage: usageProto(pr.Usage, pr.CostUSD, 1), Start: pr.Start, End: pr.End, Error: pr.Err,
+	}
+	if pr.Response != nil {
+		if rec.Response, err = json.Marshal(pr.Response); err != nil {
+			return fmt.Errorf("encode answer: %w", err)
+		}
+	}
+	seen := map[string]bool{}
+	for _, img := range requestImages(pr.Request) {
+		if seen[img.Ref] {
+			continue
+		}
+		seen[img.Ref] = true
+		rec.Images = append(rec.Images, store.PromptImage{Ref: img.Ref, Media: store.Media{ContentType: img.MediaType, Data: img.Data}})
+	}
+	if _, err := s.store.RecordPromptRun(ctx, rec); err != nil {
+		return err
+	}
+	s.metrics.observePrompt(pr)
+	if pr.Err != "" {
+		s.log.WarnContext(ctx, "model call failed", "role", pr.Role, "provider", pr.Provider, "model", pr.Model,
+			"step", pr.Step, "error", pr.Err)
+	}
+	return nil
+}
+
+// requestImages lists the images of a request in order.
+func requestImages(req *llm.Request) []llm.Image {
+	if req == nil {
+		return nil
+	}
+	var out []llm.Image
+	for _, m := range req.Messages {
+		for _, p := range m.Parts {
+			if p.Image != nil && len(p.Image.Data) > 0 {
+				out = append(out, *p.Image)
+			}
+			if p.ToolResult != nil {
+				for _, img := range p.ToolResult.Images {
+					if len(img.Data) > 0 {
+						out = append(out, img)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Event records progress inside a step for live streams. A failure to
+// record it is logged, not fatal: the step record has the same facts.
+func (s *sink) Event(ctx context.Context, e runner.Event) error {
+	ev := &wfv1.RunEvent{Status: s.status, Message: e.Message}
+	switch e.Kind {
+	case runner.EventToolCalled:
+		ev.Type = wfv1.RunEventType_RUN_EVENT_TYPE_TOOL_CALLED
+		ev.Message = fmt.Sprintf("step %d: %s", e.Step, e.Tool)
+		ev.Payload = &wfv1.RunEvent_Tool{Tool: &wfv1.ToolEvent{StepNumber: int32(e.Step), Tool: e.Tool}}
+	case runner.EventToolResult:
+		ev.Type = wfv1.RunEventType_RUN_EVENT_TYPE_TOOL_RESULT
+		ev.Message = fmt.Sprintf("step %d: %s: %s", e.Step, e.Tool, e.Outcome)
+		ev.Payload = &wfv1.RunEvent_Tool{Tool: &wfv1.ToolEvent{StepNumber: int32(e.Step), Tool: e.Tool, Outcome: e.Outcome}}
+	case runner.EventJudgeVerdict:
+		ev.Type = wfv1.RunEventType_RUN_EVENT_TYPE_JUDGE_VERDICT
+		ev.Payload = &wfv1.RunEvent_Verdict{Verdict: verdictProto(e.Verdict)}
+		s.metrics.observeVerdict(e.Verdict)
+	default:
+		return nil
+	}
+	if s.status == wfv1.RunStatus_RUN_STATUS_UNSPECIFIED {
+		ev.Status = wfv1.RunStatus_RUN_STATUS_RUNNING
+	}
+	if _, err := s.store.AppendEvent(ctx, s.runID, ev); err != nil {
+		s.log.WarnContext(ctx, "recording a run event failed", "type", ev.Type.String(), "error", err)
+	}
+	return nil
+}
+
+// outcome is the run's final record from the engine's result.
+func (s *sink) outcome(_ context.Context, res runner.Result) (store.Outcome, error) {
+	status, ok := statuses[res.Status]
+	if !ok {
+		return store.Outcome{}, fmt.Errorf("unexpected engine status %v", res.Status)
+	}
+	return store.Outcome{Status: status, FinalURL: res.FinalURL, Error: runError(res.Err),
+		Verdict: verdictProto(res.Verdict), Summary: res.Reason}, nil
+}
+
+func usageProto(u llm.Usage, cost float64, calls int32) *wfv1.Usage {
+	return &wfv1.Usage{InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens),
+		CachedInputTokens: int64(u.CachedInputTokens), CostUsd: cost, ModelCalls: calls}
 }

@@ -7,9 +7,11 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -18,15 +20,19 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
-	"github.com/wayfinder/wayfinder/internal/browser"
 	"github.com/wayfinder/wayfinder/internal/guard"
+	"github.com/wayfinder/wayfinder/internal/judge"
+	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/netguard"
 	"github.com/wayfinder/wayfinder/internal/pool"
 	"github.com/wayfinder/wayfinder/internal/queue"
 	"github.com/wayfinder/wayfinder/internal/runner"
 	"github.com/wayfinder/wayfinder/internal/store"
+	"github.com/wayfinder/wayfinder/internal/tools"
 )
 
 // Config configures a Worker.
@@ -43,6 +49,13 @@ type Config struct {
 	// NetMetrics counts the requests the network guard refuses; nil counts
 	// none.
 	NetMetrics *netguard.Metrics
+	// Models builds each run's controller and judge.
+	Models *Models
+	// Prices turn token usage into cost. Default llm.DefaultPrices.
+	Prices *llm.Prices
+	// Egress makes the server's own calls on behalf of runs (custom tool
+	// webhooks); nil uses Egress(AllowPrivateNetworks).
+	Egress *http.Client
 }
 
 // Worker is the River worker of queue.RunArgs jobs.
@@ -53,6 +66,15 @@ type Worker struct {
 
 // New returns a Worker.
 func New(cfg Config) *Worker {
+	if cfg.Models == nil {
+		cfg.Models = &Models{}
+	}
+	if cfg.Prices == nil {
+		cfg.Prices = llm.DefaultPrices()
+	}
+	if cfg.Egress == nil {
+		cfg.Egress = Egress(cfg.AllowPrivateNetworks)
+	}
 	return &Worker{cfg: cfg}
 }
 
@@ -113,14 +135,15 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.RunArgs]) error 
 // run, or nil when the run was handed back to the queue.
 func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (*wfv1.Run, error) {
 	bg := context.WithoutCancel(ctx)
-	params, policy, policyErr := runnerParams(run.Params, w.cfg.AllowPrivateNetworks)
-	if policyErr != nil {
-		// Validated at CreateRun; reaching here means the server's rules
-		// changed since. End the run rather than retry forever.
-		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{
-			Status: wfv1.RunStatus_RUN_STATUS_ERROR,
-			Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_DOMAIN_BLOCKED, Message: policyErr.Error()},
-		})
+	params, policy, err := w.runnerParams(run)
+	if err != nil {
+		// Validated at CreateRun; reaching here means the server's
+		// configuration changed since. End the run rather than retry forever.
+		var re *runner.Error
+		if !errors.As(err, &re) {
+			re = &runner.Error{Category: runner.CategoryInternal, Message: err.Error()}
+		}
+		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR, Error: runError(re)})
 	}
 
 	// Every request of the run's context goes through its own proxy, which
@@ -132,8 +155,8 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 	}
 	defer proxy.Close()
 
-	lease, err := w.cfg.Pool.Lease(ctx, browser.SessionOptions{ProxyServer: proxy.URL()})
-	if err != nil {
+	b := &leasedBrowser{pool: w.cfg.Pool, proxy: proxy.URL(), blocks: blocks, log: log}
+	if err := b.start(ctx); err != nil {
 		if ctx.Err() != nil {
 			return w.interrupted(ctx, run, log)
 		}
@@ -142,62 +165,24 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 			Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_BROWSER_CRASH, Message: err.Error()},
 		})
 	}
-	defer lease.Release()
-	network, err := lease.Session().StartNetwork(ctx, browser.NetworkRules{
-		// URLs that never reach the proxy (file:) are refused in the browser.
-		OnBlock: func(b browser.BlockedRequest) {
-			kind := netguard.KindSubresource
-			if b.Navigation {
-				kind = netguard.KindNavigation
-			}
-			block := netguard.Block{Kind: kind, URL: b.URL, Reason: guard.ReasonScheme}
-			if b.Err != nil {
-				block.Host, block.Reason, block.Message = b.Err.Host, b.Err.Reason, b.Err.Error()
-			}
-			blocks.Record(block)
-		},
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return w.interrupted(ctx, run, log)
-		}
-		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{
-			Status: wfv1.RunStatus_RUN_STATUS_ERROR,
-			Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_BROWSER_CRASH, Message: err.Error()},
-		})
-	}
-	defer network.Close()
+	defer b.close()
 
-	// The run stops at once when its browser dies, not at its next call.
-	runCtx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	go func() {
-		select {
-		case <-lease.Done():
-			stop(lease.Err())
-		case <-runCtx.Done():
-		}
-	}()
-
-	sink := &sink{store: w.cfg.Store, runID: run.Id, tracer: w.cfg.Tracer, metrics: w.cfg.Metrics, blocks: blocks}
-	res, err := w.cfg.Runner.Run(runCtx, lease.Session(), params, sink)
+	sink := &sink{store: w.cfg.Store, runID: run.Id, tracer: w.cfg.Tracer, metrics: w.cfg.Metrics, blocks: blocks, log: log}
+	res, err := w.cfg.Runner.Run(ctx, b, params, sink)
 	if err != nil {
 		return nil, err
 	}
 	if ctx.Err() != nil {
 		return w.interrupted(ctx, run, log)
 	}
-	if cause := context.Cause(runCtx); res.Status == runner.StatusInterrupted && errors.Is(cause, browser.ErrBrowserGone) {
-		log.WarnContext(ctx, "browser died under the run", "error", cause)
-		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{
-			Status: wfv1.RunStatus_RUN_STATUS_ERROR,
-			Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_BROWSER_CRASH, Message: cause.Error()},
-		})
-	}
 	if res.Status == runner.StatusInterrupted {
-		return nil, fmt.Errorf("run interrupted without a cause: %w", context.Cause(runCtx))
+		return nil, fmt.Errorf("run interrupted without a cause: %w", context.Cause(ctx))
 	}
-	return w.cfg.Store.FinishRun(bg, run.Id, outcome(res))
+	o, err := sink.outcome(bg, res)
+	if err != nil {
+		return nil, err
+	}
+	return w.cfg.Store.FinishRun(bg, run.Id, o)
 }
 
 // interrupted decides what an ended job context means: the caller cancelled
@@ -245,25 +230,110 @@ func (w *Worker) failAttempt(ctx context.Context, job *river.Job[queue.RunArgs],
 	return err
 }
 
-// runnerParams translates validated API parameters into the engine's, and
-// returns the run's domain policy.
-func runnerParams(p *wfv1.RunParams, allowPrivate bool) (runner.Params, *guard.Policy, error) {
-	policy, err := guard.New(p.GetAllowedDomains(), p.GetBlockedDomains(), allowPrivate)
+// runnerParams translates a validated run into the engine's parameters,
+// and returns the run's domain policy.
+func (w *Worker) runnerParams(run *wfv1.Run) (runner.Params, *guard.Policy, error) {
+	p := run.GetParams()
+	policy, err := guard.New(p.GetAllowedDomains(), p.GetBlockedDomains(), w.cfg.AllowPrivateNetworks)
 	if err != nil {
-		return runner.Params{}, nil, err
+		return runner.Params{}, nil, &runner.Error{Category: runner.CategoryDomainBlocked, Message: err.Error()}
 	}
 	b := p.GetBrowser()
 	rp := runner.Params{
-		Goal:     p.GetGoal(),
-		StartURL: p.GetStartUrl(),
-		Policy:   policy,
+		RunID:                  run.GetId(),
+		Goal:                   p.GetGoal(),
+		StartURL:               p.GetStartUrl(),
+		Policy:                 policy,
+		MaxSteps:               int(p.GetMaxSteps()),
+		ScreenshotHistoryDepth: int(p.GetScreenshotHistoryDepth()),
+		ControllerPrompt:       p.GetController().GetPromptText(),
+		JudgePrompt:            p.GetJudge().GetModel().GetPromptText(),
+		ActionsPerTurn:         int(p.GetActionsPerTurn()),
+		MaxTokens:              int(p.GetMaxTokens()),
+		MaxCostUSD:             p.GetMaxCostUsd(),
+		Prices:                 w.cfg.Prices,
+		MinConfidence:          0.6,
+	}
+	if p.MinConfidence != nil {
+		rp.MinConfidence = p.GetMinConfidence()
+		if rp.MinConfidence == 0 {
+			rp.MinConfidence = -1 // explicitly off
+		}
+	}
+	if run.GetStepCount() > 0 {
+		// A resumed run continues its numbering; the model is told.
+		rp.FirstStep = int(run.GetStepCount()) + 1
+		rp.Resumed = fmt.Sprintf("Steps 1-%d were already taken; the page was reopened at the start URL.", run.GetStepCount())
+	}
+	switch p.GetJudge().GetStrategy() {
+	case wfv1.JudgeStrategy_JUDGE_STRATEGY_LLM:
+		rp.JudgeStrategy = runner.JudgeLLM
+	case wfv1.JudgeStrategy_JUDGE_STRATEGY_HEURISTIC:
+		rp.JudgeStrategy = runner.JudgeHeuristic
+	}
+	switch f := p.GetJudge().GetFrequency(); {
+	case f.GetEveryNSteps() > 0:
+		rp.JudgeFrequency = judge.Frequency{EveryN: int(f.GetEveryNSteps())}
+	case f.GetOnStagnation() > 0:
+		rp.JudgeFrequency = judge.Frequency{EveryN: 1, OnStagnation: int(f.GetOnStagnation())}
 	}
 	rp.Page.Width, rp.Page.Height = int(b.GetViewport().GetWidth()), int(b.GetViewport().GetHeight())
 	rp.Page.UserAgent, rp.Page.Locale, rp.Page.Timezone = b.GetUserAgent(), b.GetLocale(), b.GetTimezone()
 	if d := b.GetNavigationTimeout(); d != nil {
 		rp.NavigationTimeout = d.AsDuration()
 	}
+	if d := b.GetActionTimeout(); d != nil {
+		rp.ActionTimeout = d.AsDuration()
+	}
+	if rp.Controller, err = w.cfg.Models.Controller(p); err != nil {
+		return rp, nil, &runner.Error{Category: runner.CategoryLLMError, Message: err.Error()}
+	}
+	if rp.JudgeModel, err = w.cfg.Models.Judge(p); err != nil {
+		return rp, nil, &runner.Error{Category: runner.CategoryLLMError, Message: err.Error()}
+	}
+	if len(p.GetTools()) > 0 {
+		defs, err := ToolDefinitions(p.GetTools())
+		if err == nil {
+			rp.Tools, err = tools.NewSet(defs, tools.Options{Client: w.cfg.Egress})
+		}
+		if err != nil {
+			return rp, nil, &runner.Error{Category: runner.CategoryToolExecution, Message: err.Error()}
+		}
+	}
 	return rp, policy, nil
+}
+
+// ToolDefinitions converts a run's custom tools (webhook tools) into the
+// tools package's definitions.
+func ToolDefinitions(in []*wfv1.ToolDefinition) ([]tools.Definition, error) {
+	out := make([]tools.Definition, 0, len(in))
+	for _, t := range in {
+		d := tools.Definition{Name: t.GetName(), Description: t.GetDescription()}
+		var err error
+		if d.InputSchema, err = structJSON(t.GetInputSchema()); err != nil {
+			return nil, fmt.Errorf("tool %s: input schema: %w", t.GetName(), err)
+		}
+		if t.GetOutputSchema() != nil {
+			if d.OutputSchema, err = structJSON(t.GetOutputSchema()); err != nil {
+				return nil, fmt.Errorf("tool %s: output schema: %w", t.GetName(), err)
+			}
+		}
+		if wh := t.GetWebhook(); wh != nil {
+			d.Webhook = tools.Webhook{URL: wh.GetUrl(), Headers: wh.GetHeaders()}
+			if wh.GetTimeout() != nil {
+				d.Webhook.Timeout = wh.GetTimeout().AsDuration()
+			}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func structJSON(s *structpb.Struct) (json.RawMessage, error) {
+	if s == nil {
+		return nil, nil
+	}
+	return protojson.Marshal(s)
 }
 
 var categories = map[runner.Category]wfv1.ErrorCategory{
@@ -271,6 +341,11 @@ var categories = map[runner.Category]wfv1.ErrorCategory{
 	runner.CategoryNavigationTimeout: wfv1.ErrorCategory_ERROR_CATEGORY_NAVIGATION_TIMEOUT,
 	runner.CategoryNavigationError:   wfv1.ErrorCategory_ERROR_CATEGORY_NAVIGATION_ERROR,
 	runner.CategoryDomainBlocked:     wfv1.ErrorCategory_ERROR_CATEGORY_DOMAIN_BLOCKED,
+	runner.CategoryElementNotFound:   wfv1.ErrorCategory_ERROR_CATEGORY_ELEMENT_NOT_FOUND,
+	runner.CategoryLLMError:          wfv1.ErrorCategory_ERROR_CATEGORY_LLM_ERROR,
+	runner.CategoryLLMParseError:     wfv1.ErrorCategory_ERROR_CATEGORY_LLM_PARSE_ERROR,
+	runner.CategoryToolExecution:     wfv1.ErrorCategory_ERROR_CATEGORY_TOOL_EXECUTION_ERROR,
+	runner.CategoryBudgetExceeded:    wfv1.ErrorCategory_ERROR_CATEGORY_BUDGET_EXCEEDED,
 	runner.CategoryInternal:          wfv1.ErrorCategory_ERROR_CATEGORY_INTERNAL,
 }
 
@@ -285,10 +360,17 @@ func runError(e *runner.Error) *wfv1.RunError {
 	return &wfv1.RunError{Category: c, Message: e.Message, StepNumber: int32(e.Step)}
 }
 
-func outcome(res runner.Result) store.Outcome {
-	o := store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_COMPLETED, FinalURL: res.FinalURL, Error: runError(res.Err)}
-	if res.Status != runner.StatusCompleted {
-		o.Status = wfv1.RunStatus_RUN_STATUS_ERROR
+var statuses = map[runner.Status]wfv1.RunStatus{
+	runner.StatusCompleted: wfv1.RunStatus_RUN_STATUS_COMPLETED,
+	runner.StatusFailed:    wfv1.RunStatus_RUN_STATUS_FAILED,
+	runner.StatusMaxSteps:  wfv1.RunStatus_RUN_STATUS_MAX_STEPS_REACHED,
+	runner.StatusError:     wfv1.RunStatus_RUN_STATUS_ERROR,
+}
+
+func verdictProto(v *judge.Verdict) *wfv1.JudgeVerdict {
+	if v == nil {
+		return nil
 	}
-	return o
+	return &wfv1.JudgeVerdict{Done: v.Done, Failed: v.Failed, Confidence: v.Confidence, Feedback: v.Feedback,
+		Reason: v.Reason, SuggestedNextAction: v.SuggestedNextAction, Source: v.Source}
 }

@@ -175,12 +175,17 @@ func contextBonus(target string, el llm.ObservedElement) float64 {
 		have[t] = true
 	}
 	var extra []string
+	words := 0
 	for _, t := range tokens(target) {
-		if !have[t] && !stopwords[t] {
+		if stopwords[t] {
+			continue
+		}
+		words++
+		if !have[t] {
 			extra = append(extra, t)
 		}
 	}
-	if len(extra) == 0 || len(extra) == len(tokens(target)) {
+	if len(extra) == 0 || len(extra) == words {
 		return 0 // nothing left over, or the name matched none of it
 	}
 	ctx := map[string]bool{}

@@ -177,3 +177,23 @@ func TestResolveURL(t *testing.T) {
 		require.Equal(t, tt.want, got)
 	}
 }
+
+// A field whose section is called like the button must not win the click:
+// the context bonus is for words the name lacks, not for a name that
+// matches nothing (stopwords aside).
+func TestRankButtonBeatsFieldInItsSection(t *testing.T) {
+	st, err := Parse("Click Sign in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	els := []llm.ObservedElement{
+		{Ref: "@e0", Role: "heading", Name: "Sign in"},
+		{Ref: "@e1", Role: "textbox", Name: "Username", Context: "Sign in"},
+		{Ref: "@e2", Role: "textbox", Name: "Password", Context: "Sign in"},
+		{Ref: "@e3", Role: "button", Name: "Sign in"},
+	}
+	eligible, _ := rank(st[0], els)
+	if len(eligible) == 0 || eligible[0].el.Ref != "@e3" {
+		t.Fatalf("best match = %+v, want the Sign in button @e3", eligible)
+	}
+}

@@ -1,0 +1,106 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"syscall"
+	"time"
+
+	"github.com/wayfinder/wayfinder/internal/browser"
+	"github.com/wayfinder/wayfinder/internal/guard"
+	"github.com/wayfinder/wayfinder/internal/netguard"
+	"github.com/wayfinder/wayfinder/internal/pool"
+)
+
+// leasedBrowser is a run's browser context from the pool (runner.Browser):
+// a crashed context is replaced by a new lease behind the same network
+// guard, with the same network rules.
+type leasedBrowser struct {
+	pool    *pool.Pool
+	proxy   string
+	blocks  *netguard.Log
+	log     *slog.Logger
+	lease   *pool.Lease
+	network interface{ Close() error }
+}
+
+func (b *leasedBrowser) start(ctx context.Context) error {
+	lease, err := b.pool.Lease(ctx, browser.SessionOptions{ProxyServer: b.proxy})
+	if err != nil {
+		return err
+	}
+	network, err := lease.Session().StartNetwork(ctx, browser.NetworkRules{
+		// URLs that never reach the proxy (file:) are refused in the browser.
+		OnBlock: func(bl browser.BlockedRequest) {
+			kind := netguard.KindSubresource
+			if bl.Navigation {
+				kind = netguard.KindNavigation
+			}
+			block := netguard.Block{Kind: kind, URL: bl.URL, Reason: guard.ReasonScheme}
+			if bl.Err != nil {
+				block.Host, block.Reason, block.Message = bl.Err.Host, bl.Err.Reason, bl.Err.Error()
+			}
+			b.blocks.Record(block)
+		},
+	})
+	if err != nil {
+		lease.Release()
+		return err
+	}
+	b.lease, b.network = lease, network
+	return nil
+}
+
+func (b *leasedBrowser) Session() *browser.Session { return b.lease.Session() }
+
+func (b *leasedBrowser) Done() <-chan struct{} { return b.lease.Done() }
+
+// Renew releases the dead lease and takes a new one.
+func (b *leasedBrowser) Renew(ctx context.Context) (*browser.Session, error) {
+	b.log.WarnContext(ctx, "browser context lost; leasing a new one", "error", b.lease.Err())
+	b.close()
+	if err := b.start(ctx); err != nil {
+		return nil, fmt.Errorf("lease a new browser context: %w", err)
+	}
+	return b.lease.Session(), nil
+}
+
+func (b *leasedBrowser) close() {
+	if b.network != nil {
+		_ = b.network.Close()
+		b.network = nil
+	}
+	if b.lease != nil {
+		b.lease.Release()
+	}
+}
+
+// Egress returns the HTTP client the server uses for calls it makes on a
+// run's behalf (custom tool webhooks, the prompt-runner webhook). Unless
+// allowPrivate, it refuses to connect to private, loopback, link-local and
+// unspecified addresses, checked on the address actually dialled (so DNS
+// rebinding cannot sneak past).
+func Egress(allowPrivate bool) *http.Client {
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		d.Control = func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("egress to %s refused: %w", address, err)
+			}
+			if a := ap.Addr().Unmap(); a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() ||
+				a.IsLinkLocalMulticast() || a.IsUnspecified() || a.IsMulticast() {
+				return fmt.Errorf("egress to private address %s refused (WAYFINDER_ALLOW_PRIVATE_NETWORKS is off)", a)
+			}
+			return nil
+		}
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = d.DialContext
+	t.Proxy = nil
+	return &http.Client{Transport: t}
+}
