@@ -22,7 +22,10 @@ import (
 	"github.com/wayfinder/wayfinder/internal/fault"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The Gemini SDK's dependencies start an OpenCensus worker at init.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+}
 
 const testMaxRunTimeout = 10 * time.Minute
 
@@ -107,11 +110,27 @@ func TestValidateParamsErrors(t *testing.T) {
 		{name: "bad label key", params: validParams(func(p *wfv1.RunParams) { p.Labels = map[string]string{"Bad Key": "v"} }), kind: fault.ErrInvalidArgument, field: "params.labels", only: true},
 		{name: "label value too long", params: validParams(func(p *wfv1.RunParams) { p.Labels = map[string]string{"k": strings.Repeat("v", maxLabelValueLen+1)} }), kind: fault.ErrInvalidArgument, field: "params.labels", only: true},
 		{name: "headful", params: validParams(func(p *wfv1.RunParams) { p.Headless = proto.Bool(false) }), kind: fault.ErrUnimplemented, field: "params.headless", only: true},
-		{name: "controller", params: validParams(func(p *wfv1.RunParams) { p.Controller = &wfv1.ModelSettings{Model: "m"} }), kind: fault.ErrUnimplemented, field: "params.controller", only: true},
-		{name: "judge", params: validParams(func(p *wfv1.RunParams) { p.Judge = &wfv1.JudgeSettings{} }), kind: fault.ErrUnimplemented, field: "params.judge", only: true},
-		{name: "tools", params: validParams(func(p *wfv1.RunParams) { p.Tools = []*wfv1.ToolDefinition{{Name: "t"}} }), kind: fault.ErrUnimplemented, field: "params.tools", only: true},
+		{name: "controller prompt ref", params: validParams(func(p *wfv1.RunParams) {
+			p.Controller = &wfv1.ModelSettings{Prompt: &wfv1.ModelSettings_PromptRef{PromptRef: "x"}}
+		}), kind: fault.ErrUnimplemented, field: "params.controller.prompt_ref", only: true},
+		{name: "controller credential", params: validParams(func(p *wfv1.RunParams) { p.Controller = &wfv1.ModelSettings{ApiKeyCredential: "k"} }), kind: fault.ErrUnimplemented, field: "params.controller.api_key_credential", only: true},
+		{name: "controller temperature", params: validParams(func(p *wfv1.RunParams) { p.Controller = &wfv1.ModelSettings{Temperature: proto.Float64(2.5)} }), kind: fault.ErrInvalidArgument, field: "params.controller.temperature", only: true},
+		{name: "controller prompt template", params: validParams(func(p *wfv1.RunParams) {
+			p.Controller = &wfv1.ModelSettings{Prompt: &wfv1.ModelSettings_PromptText{PromptText: "{{.Goal"}}
+		}), kind: fault.ErrInvalidArgument, field: "params.controller.prompt_text", only: true},
+		{name: "controller base url", params: validParams(func(p *wfv1.RunParams) { p.Controller = &wfv1.ModelSettings{BaseUrl: "ftp://x"} }), kind: fault.ErrInvalidArgument, field: "params.controller.base_url", only: true},
+		{name: "judge every n", params: validParams(func(p *wfv1.RunParams) {
+			p.Judge = &wfv1.JudgeSettings{Frequency: &wfv1.JudgeFrequency{Frequency: &wfv1.JudgeFrequency_EveryNSteps{EveryNSteps: 0}}}
+		}), kind: fault.ErrInvalidArgument, field: "params.judge.frequency.every_n_steps", only: true},
+		{name: "judge strategy", params: validParams(func(p *wfv1.RunParams) { p.Judge = &wfv1.JudgeSettings{Strategy: 99} }), kind: fault.ErrInvalidArgument, field: "params.judge.strategy", only: true},
+		{name: "tool without implementation", params: validParams(func(p *wfv1.RunParams) { p.Tools = []*wfv1.ToolDefinition{{Name: "t"}} }), kind: fault.ErrInvalidArgument, field: "params.tools[0].webhook", only: true},
+		{name: "tool from the catalog", params: validParams(func(p *wfv1.RunParams) {
+			p.Tools = []*wfv1.ToolDefinition{{Name: "t", Implementation: &wfv1.ToolDefinition_CatalogRef{CatalogRef: "t"}}}
+		}), kind: fault.ErrUnimplemented, field: "params.tools[0].catalog_ref", only: true},
+		{name: "prompt runner url", params: validParams(func(p *wfv1.RunParams) { p.PromptRunner = &wfv1.PromptRunner{Url: "hook"} }), kind: fault.ErrInvalidArgument, field: "params.prompt_runner.url", only: true},
+		{name: "actions per turn", params: validParams(func(p *wfv1.RunParams) { p.ActionsPerTurn = 9 }), kind: fault.ErrInvalidArgument, field: "params.actions_per_turn", only: true},
+		{name: "max tokens", params: validParams(func(p *wfv1.RunParams) { p.MaxTokens = -1 }), kind: fault.ErrInvalidArgument, field: "params.max_tokens", only: true},
 		{name: "auth", params: validParams(func(p *wfv1.RunParams) { p.Auth = &wfv1.AuthConfig{} }), kind: fault.ErrUnimplemented, field: "params.auth", only: true},
-		{name: "prompt runner", params: validParams(func(p *wfv1.RunParams) { p.PromptRunner = &wfv1.PromptRunner{Url: "https://hook.example/"} }), kind: fault.ErrUnimplemented, field: "params.prompt_runner", only: true},
 		{
 			name: "invalid and unimplemented",
 			params: validParams(func(p *wfv1.RunParams) {
@@ -167,16 +186,15 @@ func TestValidateParamsSeveralUnimplemented(t *testing.T) {
 	t.Parallel()
 	p := validParams(func(p *wfv1.RunParams) {
 		p.Headless = proto.Bool(false)
-		p.Controller = &wfv1.ModelSettings{}
-		p.Judge = &wfv1.JudgeSettings{}
-		p.Tools = []*wfv1.ToolDefinition{{Name: "t"}}
+		p.Controller = &wfv1.ModelSettings{Prompt: &wfv1.ModelSettings_PromptRef{PromptRef: "x"}}
+		p.Judge = &wfv1.JudgeSettings{Model: &wfv1.ModelSettings{ApiKeyCredential: "k"}}
+		p.Tools = []*wfv1.ToolDefinition{{Name: "t", Implementation: &wfv1.ToolDefinition_Mcp{Mcp: &wfv1.McpTool{}}}}
 		p.Auth = &wfv1.AuthConfig{}
-		p.PromptRunner = &wfv1.PromptRunner{}
 	})
 	_, err := validateParams(p, testMaxRunTimeout)
 	require.ErrorIs(t, err, fault.ErrUnimplemented)
 	require.ElementsMatch(t, []string{
-		"params.headless", "params.controller", "params.judge", "params.tools", "params.auth", "params.prompt_runner",
+		"params.headless", "params.controller.prompt_ref", "params.judge.model.api_key_credential", "params.tools[0].mcp", "params.auth",
 	}, violationFields(t, err))
 }
 

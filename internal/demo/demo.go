@@ -117,7 +117,11 @@ func Run(ctx context.Context, httpAddr, startURL, outDir string, out io.Writer) 
 		fmt.Fprintf(out, "summary: %s\n", final.Summary)
 	}
 	if u := final.Usage; u != nil {
-		fmt.Fprintf(out, "model: %d calls, %s input + %s output tokens, $%.4f\n", u.ModelCalls, u.InputTokens, u.OutputTokens, u.CostUSD)
+		if u.InputTokens == "" && u.OutputTokens == "" {
+			fmt.Fprintf(out, "model: %d calls to the offline step controller (no tokens, no cost)\n", u.ModelCalls)
+		} else {
+			fmt.Fprintf(out, "model: %d calls, %s input + %s output tokens, $%.4f\n", u.ModelCalls, u.InputTokens, u.OutputTokens, u.CostUSD)
+		}
 	}
 	if final.Error != nil {
 		fmt.Fprintf(out, "error: %s: %s\n", final.Error.Category, final.Error.Message)
