@@ -520,6 +520,8 @@ func (ru *run) turn() (res Result, done bool, err error) {
 	if out.claim != nil {
 		v, jerr := ru.evaluate(out.claim)
 		if jerr != nil {
+			ru.answer(&t, out.claimCall, map[string]any{"acknowledged": false, "error": "not_verified",
+				"message": "the judge could not verify the claim"}, true)
 			return ru.judgeFailed(jerr), true, nil
 		}
 		ack, msg := ru.acknowledge(out.claim, v)
