@@ -267,6 +267,28 @@ func TestJudgeVerifiesClaims(t *testing.T) {
 		require.Equal(t, StatusFailed, res.Status)
 		require.Equal(t, "the site has no sign-in for alice", res.Reason)
 	})
+	t.Run("a judge that fails ends the run", func(t *testing.T) {
+		t.Parallel()
+		s := newSite(t, nil)
+		m := llm.NewScripted("controller", completeTurn("success", "done"))
+		jm := llm.NewScripted("judge", modelError(llm.ErrAuth, "judge key revoked"))
+		p := params(s, m)
+		p.JudgeModel, p.JudgeStrategy = jm, JudgeLLM
+		res, sink := execute(t, runCtx(t), nil, p)
+		require.Equal(t, StatusError, res.Status)
+		require.Equal(t, CategoryLLMError, res.Err.Category)
+		require.Contains(t, res.Err.Message, "judge: ")
+		require.Contains(t, res.Err.Message, "judge key revoked")
+		require.Len(t, jm.Requests(), 1, "an authentication error is not retried")
+		var judged []PromptRun
+		for _, pr := range sink.promptRuns() {
+			if pr.Role == RoleJudge {
+				judged = append(judged, pr)
+			}
+		}
+		require.Len(t, judged, 1)
+		require.Contains(t, judged[0].Err, "judge key revoked")
+	})
 	t.Run("judge feedback reaches the controller", func(t *testing.T) {
 		t.Parallel()
 		s := newSite(t, nil)
@@ -784,4 +806,19 @@ func TestStartURL(t *testing.T) {
 			require.Equal(t, tc.outcome, st.Actions[0].Outcome)
 		})
 	}
+}
+
+func TestPopupBecomesTheActivePage(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, map[string]string{"/start": `<!doctype html><title>Start</title><a href="/help" target="_blank">Open help</a>`})
+	m := llm.NewScripted("controller", clickTurn(t, "link", "Open help"), clickTurn(t, "link", "Back to sign in"), completeTurn("failed", "stop"))
+	p := params(s, m)
+	p.StartURL = s.URL + "/start"
+	p.ActionsPerTurn = 2
+	res, sink := execute(t, runCtx(t), nil, p)
+	require.Equal(t, StatusFailed, res.Status, "%+v", res.Err)
+	click := sink.step(t, 1).Actions[1]
+	require.NotEmpty(t, click.Result["opened_tab"], "the click opened a tab")
+	require.Contains(t, latestSnapshot(t, m.Requests()[1]), `page: "Help" `+s.URL+"/help", "the model sees the new tab")
+	require.Equal(t, s.URL+"/login", res.FinalURL, "the next action went to the new tab")
 }

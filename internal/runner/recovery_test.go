@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wayfinder/wayfinder/internal/browser"
 	"github.com/wayfinder/wayfinder/internal/judge"
 	"github.com/wayfinder/wayfinder/internal/llm"
 )
@@ -256,5 +258,67 @@ func TestBrowserCrash(t *testing.T) {
 		require.Equal(t, CategoryBrowserCrash, sink.step(t, 1).Err.Category)
 		require.Equal(t, CategoryBrowserCrash, sink.step(t, 2).Err.Category)
 		require.Len(t, m.Requests(), 2)
+	})
+}
+
+// unrenewable is a browser that cannot be replaced.
+type unrenewable struct{ *leasedBrowser }
+
+func (unrenewable) Renew(context.Context) (*browser.Session, error) {
+	return nil, errors.New("no browser available")
+}
+
+func TestBrowserCrashOutsideActions(t *testing.T) {
+	t.Parallel()
+	t.Run("before the start URL opens", func(t *testing.T) {
+		t.Parallel()
+		p, dir := ownPool(t)
+		b := newLeasedBrowser(t, p)
+		b.crash(t, dir)
+		s := newSite(t, nil)
+		m := llm.NewScripted("controller", completeTurn("failed", "stop"))
+		res, sink := executeOn(t, runCtx(t), nil, b, params(s, m), &recordingSink{})
+		require.Equal(t, StatusFailed, res.Status, "%+v", res.Err)
+		require.Equal(t, 1, b.renewed())
+		opening := messageText(m.Requests()[0].Messages[0])
+		require.Contains(t, opening, "The browser opened "+s.URL+"/login. Current page:")
+		require.Contains(t, opening, "The browser crashed and was restarted (restart 1 of at most 2); it reopened "+s.URL+"/login.")
+		st := sink.step(t, 1)
+		require.Equal(t, CategoryBrowserCrash, st.Err.Category)
+		require.Equal(t, "action_failed", st.Actions[0].Outcome, "the first navigation met the crash")
+		require.Equal(t, s.URL+"/login", st.URL)
+	})
+	t.Run("during a model call that claims success", func(t *testing.T) {
+		t.Parallel()
+		p, dir := ownPool(t)
+		b := newLeasedBrowser(t, p)
+		s := newSite(t, nil)
+		m := llm.NewScripted("controller", func(req *llm.Request) (*llm.Response, error) {
+			b.crash(t, dir)
+			return completeTurn("success", "surely done")(req)
+		}, completeTurn("failed", "stop"))
+		res, sink := executeOn(t, runCtx(t), nil, b, params(s, m), &recordingSink{})
+		require.Equal(t, StatusFailed, res.Status, "%+v", res.Err)
+		require.Equal(t, 1, b.renewed())
+		results := toolResults(t, m.Requests()[1])
+		require.Equal(t, false, results[0].body["acknowledged"], "a claim made as the browser crashed is not confirmed")
+		require.Contains(t, requestText(m.Requests()[1]), "The browser crashed and was restarted")
+		require.Equal(t, CategoryBrowserCrash, sink.step(t, 1).Err.Category)
+	})
+	t.Run("a browser that cannot be replaced", func(t *testing.T) {
+		t.Parallel()
+		p, dir := ownPool(t)
+		b := newLeasedBrowser(t, p)
+		s := newSite(t, nil)
+		m := llm.NewScripted("controller", func(req *llm.Request) (*llm.Response, error) {
+			b.crash(t, dir)
+			return scrollTurn()(req)
+		})
+		res, sink := executeOn(t, runCtx(t), nil, unrenewable{b}, params(s, m), &recordingSink{})
+		require.Equal(t, StatusError, res.Status)
+		require.Equal(t, CategoryBrowserCrash, res.Err.Category)
+		require.Contains(t, res.Err.Message, "restarting it failed: no browser available")
+		require.Equal(t, CategoryBrowserCrash, sink.step(t, 1).Err.Category)
+		require.Equal(t, s.URL+"/login", res.FinalURL, "the last page known")
 	})
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -120,4 +121,37 @@ func TestCustomTools(t *testing.T) {
 	first := sink.step(t, 1).Actions[1]
 	require.Equal(t, "ok", first.Outcome)
 	require.Equal(t, map[string]any{"order": "A-1", "status": "shipped"}, first.Result)
+}
+
+func TestCustomToolInterrupted(t *testing.T) {
+	t.Parallel()
+	hooks := newWebhooks(t)
+	set, err := tools.NewSet([]tools.Definition{{Name: "slow_tool", Description: "Takes its time.",
+		InputSchema: json.RawMessage(`{"type":"object"}`), Webhook: tools.Webhook{URL: hooks.URL + "/slow"}}}, tools.Options{})
+	require.NoError(t, err)
+	s := newSite(t, nil)
+	ctx, cancel := context.WithCancel(runCtx(t))
+	defer cancel()
+	m := llm.NewScripted("controller", llm.Reply("ask", llm.Call("slow_tool", nil), llm.Call(ToolScroll, map[string]any{"direction": "down"})),
+		completeTurn("failed", "never reached"))
+	sink := &recordingSink{onEvent: func(e Event) {
+		if e.Kind == EventToolCalled && e.Tool == "slow_tool" {
+			go func() {
+				for len(hooks.bodies("/slow")) == 0 {
+					time.Sleep(10 * time.Millisecond)
+				}
+				cancel()
+			}()
+		}
+	}}
+	p := params(s, m)
+	p.Tools = set
+	res, _ := executeOn(t, ctx, nil, newLeasedBrowser(t, sharedPool(t)), p, sink)
+	require.Equal(t, StatusInterrupted, res.Status)
+	st := sink.step(t, 1)
+	require.Equal(t, []string{ToolNavigate, "slow_tool", ToolScroll}, toolNames(st.Actions))
+	require.Equal(t, "tool_execution_error", st.Actions[1].Outcome)
+	require.Contains(t, st.Actions[1].Message, "interrupted")
+	require.NotEqual(t, "ok", st.Actions[2].Outcome, "nothing runs after the interruption: %s", st.Actions[2].Message)
+	require.Len(t, m.Requests(), 1)
 }
