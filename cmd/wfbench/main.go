@@ -1,9 +1,11 @@
 // Command wfbench measures Wayfinder's page layer beside Microsoft's
-// Playwright MCP server on a fixed set of local pages and writes the
-// comparison as Markdown (docs/benchmarks.md). `make bench` installs the
-// pinned @playwright/mcp and runs it.
+// Playwright MCP server on a fixed set of local pages, and the agent
+// engine's overhead and tokens per step on the same pages (the runner loop
+// with a zero-latency scripted model), and writes it all as Markdown
+// (docs/benchmarks.md). `make bench` installs the pinned @playwright/mcp
+// and runs it.
 //
-//	wfbench [-out docs/benchmarks.md] [-iterations 15] [-pages form,table]
+//	wfbench [-out docs/benchmarks.md] [-iterations 15] [-pages form,table] [-engine-runs 3]
 //
 // It exits non-zero when either side fails on a page or a measurement
 // outside the pages fails; the report is written anyway, with the failures.
@@ -25,6 +27,7 @@ import (
 	"time"
 
 	"github.com/wayfinder/wayfinder/internal/bench"
+	"github.com/wayfinder/wayfinder/internal/runner"
 )
 
 func main() {
@@ -44,6 +47,8 @@ func run(args []string) error {
 	leases := fs.Int("leases", 30, "pool leases timed")
 	contexts := fs.Int("contexts", 4, "contexts opened to measure the memory of one")
 	pages := fs.String("pages", "", "comma-separated page names to run (default: all)")
+	engineRuns := fs.Int("engine-runs", 3, "agent runs per page measuring the engine's overhead and tokens per step (-1 for none)")
+	engineActions := fs.Int("engine-actions", 8, "browser actions per agent run, before complete_task")
 	cli := fs.String("playwright-mcp", ".tools/playwright-mcp/node_modules/@playwright/mcp/cli.js", "Playwright MCP's cli.js (installed by make bench)")
 	node := fs.String("node", "node", "Node.js binary")
 	chromium := fs.String("chromium", os.Getenv("WAYFINDER_CHROMIUM"), "Chromium binary for both sides (default: the system's, as the pool finds it; $WAYFINDER_CHROMIUM)")
@@ -92,6 +97,9 @@ func run(args []string) error {
 		Playwright:      bench.PlaywrightConfig{Node: *node, CLI: cliPath, Stderr: &serverLog},
 		WorkDir:         work,
 		Encoding:        *encoding,
+		OurTools:        engineTools,
+		EngineRuns:      *engineRuns,
+		EngineActions:   *engineActions,
 		Revision:        *revision,
 		Log:             os.Stderr,
 	})
@@ -121,6 +129,14 @@ func run(args []string) error {
 		return fmt.Errorf("%d failures:\n  %s", len(f), strings.Join(f, "\n  "))
 	}
 	return nil
+}
+
+// engineTools renders the tool definitions the engine offers the
+// controller, as the benchmark renders Playwright MCP's.
+func engineTools() (string, int, error) {
+	tools := runner.EngineTools()
+	defs, err := bench.LLMToolDefinitions(tools)
+	return defs, len(tools), err
 }
 
 // gitRevision describes the working tree's commit ("abc1234", with

@@ -1,7 +1,9 @@
 // Package bench measures Wayfinder's page layer (snapshot, actions,
 // screenshots, the browser pool) beside Microsoft's Playwright MCP server on
-// the same local pages in the same run, and renders the comparison as
-// Markdown (docs/benchmarks.md, written by cmd/wfbench).
+// the same local pages in the same run, and the agent engine's own cost
+// (overhead and input tokens per step of the runner loop with a
+// zero-latency scripted model), and renders it all as Markdown
+// (docs/benchmarks.md, written by cmd/wfbench).
 package bench
 
 import (
@@ -45,6 +47,13 @@ type Config struct {
 	// model API receives them (JSON), and their number. Nil means none
 	// exist yet.
 	OurTools func() (defs string, count int, err error)
+	// EngineRuns is the number of recorded agent runs per page measuring
+	// the engine's overhead and tokens per step; negative skips them.
+	// Default 3.
+	EngineRuns int
+	// EngineActions is the number of browser actions of each agent run,
+	// before complete_task. Default 8.
+	EngineActions int
 	// Revision names the Wayfinder code measured (a commit). Default:
 	// none given.
 	Revision string
@@ -80,6 +89,9 @@ type Report struct {
 	Memory MemoryResult
 	// Startup holds the cold start of each side (one sample each).
 	Startup StartupResult
+	// Engine is the agent loop's overhead and tokens per step; zero when
+	// skipped.
+	Engine EngineResult
 	// Errors lists failures outside the pages (pool, memory, tools).
 	Errors []string
 }
@@ -139,6 +151,11 @@ func (r *Report) Failures() []string {
 			out = append(out, fmt.Sprintf("%s: playwright mcp: %s", p.Page.Name, p.Theirs.Err))
 		}
 	}
+	for _, p := range r.Engine.Pages {
+		if p.Err != "" {
+			out = append(out, fmt.Sprintf("%s: engine: %s", p.Page.Name, p.Err))
+		}
+	}
 	return append(out, r.Errors...)
 }
 
@@ -156,6 +173,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Contexts <= 0 {
 		c.Contexts = 4
+	}
+	if c.EngineRuns == 0 {
+		c.EngineRuns = 3
+	}
+	if c.EngineActions <= 0 {
+		c.EngineActions = 8
 	}
 	if c.Pages == nil {
 		c.Pages = Pages()
@@ -296,6 +319,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	logf("pool: %d leases", cfg.LeaseIterations)
 	if err := measureLeases(ctx, r, p, cfg.LeaseIterations); err != nil {
 		r.Errors = append(r.Errors, err.Error())
+	}
+	// The engine last: its runs' contexts would otherwise still be
+	// closing during the memory measurement.
+	if cfg.EngineRuns > 0 && ctx.Err() == nil {
+		r.Engine = measureEngine(ctx, p, site, cfg.Pages, tok, cfg.EngineRuns, cfg.EngineActions, logf)
 	}
 	return r, nil
 }

@@ -49,7 +49,8 @@ func TestRenderMarkdown(t *testing.T) {
 	t.Parallel()
 	md := render(t, sampleReport())
 	for _, want := range []string{
-		"# Benchmarks: Wayfinder's page layer beside Playwright MCP\n",
+		"# Benchmarks: Wayfinder's page layer beside Playwright MCP, and its agent engine\n",
+		"A small machine (2 logical cores) shared with other work",
 		"on 2026-11-22 03:30 UTC in 2m30s;",
 		"| CPU | AMD EPYC, 2 logical cores |",
 		"| memory | 8.0 GiB |",
@@ -73,10 +74,51 @@ func TestRenderMarkdown(t *testing.T) {
 		"| memory per open context (each of 4 more, a page on the form) | 48.0 MiB | 602.0 MiB (a whole session: server and browser) |",
 		"| start (Wayfinder: launch Chromium; Playwright MCP: start the server, MCP initialize) | 633 ms | 1,128 ms |",
 		"| Playwright MCP | 25 tools, 3,782 tokens (17,631 characters) |",
+		"## Engine overhead per step\n\nNot measured in this run.\n",
 	} {
 		require.Contains(t, md, want)
 	}
 	require.NotContains(t, md, "## Failures")
+}
+
+func TestRenderEngine(t *testing.T) {
+	t.Parallel()
+	r := sampleReport()
+	r.Tools = ToolsResult{TheirsCount: 25, TheirsTokens: 3782, OursCount: 17, OursTokens: 3257}
+	tokens := EngineTokens{Requests: 9, Text: measured(5000, 5200), Images: measured(4095, 4095), Total: measured(9100, 9300),
+		Screenshots: measured(3, 3), Snapshot: measured(430, 440), History: measured(1100, 1300), System: 280, Tools: 3257,
+		Sum: TokenSums{System: 1, Tools: 4, Snapshot: 1, History: 1, Images: 3}}
+	form := EnginePage{Page: r.Pages[0].Page, Step: measured(300, 400), Overhead: measured(299.8, 399.8),
+		Settled: measured(180, 190), ResultSnapshot: measured(20, 30), Snapshot: measured(90, 100), Judge: measured(0.012, 0.02),
+		Model: measured(0.2, 0.3), Conversation: measured(0.07, 0.1), Rest: measured(0.15, 0.2), Tokens: tokens}
+	all := form
+	all.Page = Page{Name: allPages}
+	all.Tokens.Total = Summary{N: 9, Median: 9100, Max: 16000}
+	r.Engine = EngineResult{Runs: 3, Actions: 8, ScreenshotDepth: 3, All: all, Pages: []EnginePage{
+		form, {Page: r.Pages[1].Page, Err: "run 1: the run ended error: llm_error: script exhausted"}}}
+	md := render(t, r)
+	for _, want := range []string{
+		"| tool definitions ≤ ½ of Playwright MCP's (3,782 tokens, 25 tools) | 3,257 tokens (0.86) | **not met** |",
+		"| Wayfinder | 17 tools, 3,257 tokens |",
+		"3 runs (after one unrecorded warm-up run)",
+		"each of 8 browser actions",
+		"the controller sees 3 screenshots",
+		// The page-layer step of the comparison is shown beside.
+		"| form | 15 | 300 | 400 | 300 | 400 | 160 |",
+		"| many | 0 | failed | failed | failed | failed | 300 |",
+		"| **all pages** | 15 | 300 | 400 | 300 | 400 | — |",
+		"| form | 180 | 20.0 | 90.0 | 0.01 | 0.20 | 0.07 | 0.15 |",
+		"| form | 9 | 5,000 | 5,200 | 4,095 (3) | 9,100 | 9,300 | 430 | 1,100 |",
+		"| form | 10% | 40% | 10% | 10% | 30% |",
+		"| many | — | — | — | — | — |",
+		"| system prompt | 500 | 1,000 | 280 | **met** |",
+		"| total per turn (text and screenshots), median request | 8,000 | 15,000 | 9,100 | over target, within the limit |",
+		"| total per turn (text and screenshots), largest request | 8,000 | 15,000 | 16,000 | **not met** |",
+		"- many: engine: run 1: the run ended error: llm_error: script exhausted\n",
+	} {
+		require.Contains(t, md, want)
+	}
+	require.Len(t, r.Failures(), 1)
 }
 
 func TestRenderMarkdownPendingAndFailures(t *testing.T) {
