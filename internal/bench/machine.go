@@ -24,6 +24,9 @@ type Machine struct {
 	OS string
 	// Go, Chromium, Node and PlaywrightMCP are versions.
 	Go, Chromium, Node, PlaywrightMCP string
+	// Load is the load average over 1, 5 and 15 minutes when the run
+	// started ("" when unknown): how busy the machine was.
+	Load string
 }
 
 // DescribeMachine gathers a Machine; what cannot be read is left empty.
@@ -40,6 +43,7 @@ func DescribeMachine(ctx context.Context, chromium, node, playwrightMCP string) 
 		Chromium:      commandOutput(ctx, chromium, "--version"),
 		Node:          commandOutput(ctx, node, "--version"),
 		PlaywrightMCP: playwrightMCP,
+		Load:          loadAverage(),
 	}
 	return m
 }
@@ -54,6 +58,18 @@ func commandOutput(ctx context.Context, bin string, args ...string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], ", ")
 }
 
 func cpuModel() string {

@@ -55,8 +55,12 @@ func renderHeader(b *strings.Builder, r *Report) {
 		{"Wayfinder revision", orDash(r.Revision)},
 		{"samples", fmt.Sprintf("%d measured steps per page and side after %d warm-up steps; median and p95", r.Iterations, r.Warmup)},
 	})
-	fmt.Fprintf(b, "\nA small machine (%d logical cores) shared with other work while it ran: single figures move from run "+
-		"to run by tens of percent. Quote medians and ratios, and compare runs of one machine only.\n", m.Cores)
+	load := ""
+	if m.Load != "" {
+		load = " (load average " + m.Load + " over 1, 5 and 15 minutes as the measurements began)"
+	}
+	fmt.Fprintf(b, "\nA small machine (%d logical cores) shared with other work while it ran%s: single figures move from "+
+		"run to run by tens of percent. Quote medians and ratios, and compare runs of one machine only.\n", m.Cores, load)
 }
 
 func renderTargets(b *strings.Builder, r *Report) {

@@ -66,7 +66,9 @@ func renderEngine(b *strings.Builder, r *Report) {
 		"of the whole). Action to settled: the browser action and its settle wait (no network, navigation or DOM " +
 		"change for " + durationMillis(r.OursSettle) + "), as the action's own duration. Result snapshot: the rest of the " +
 		"action phase, the fresh snapshot the action's result carries. Observation: the snapshot's text and the " +
-		"screenshot with the refs marked, taken after the action. Model: the scripted model's call, about zero. " +
+		"screenshot with the refs marked, taken after the action (the marks are drawn in Go on the decoded image, " +
+		"which is then encoded again; the page layer's screenshot above has none). Model: the scripted model's call, " +
+		"about zero. " +
 		"Request: the rest of the model phase (building the conversation into a request within its token budgets, " +
 		"the retry wrapper, the prompt-run record). Rest: what no phase covers (tool dispatch, tool results, the " +
 		"step record, events).\n\n")

@@ -22,7 +22,7 @@ func sampleReport() *Report {
 	return &Report{
 		Date:      time.Date(2026, 11, 22, 3, 30, 0, 0, time.UTC),
 		Duration:  150 * time.Second,
-		Machine:   Machine{CPU: "AMD EPYC", Cores: 2, MemoryBytes: 8 << 30, Go: "go1.26.8", PlaywrightMCP: "0.0.83"},
+		Machine:   Machine{CPU: "AMD EPYC", Cores: 2, MemoryBytes: 8 << 30, Go: "go1.26.8", PlaywrightMCP: "0.0.83", Load: "17.20, 18.01, 12.50"},
 		Tokenizer: "o200k_base", Iterations: 15, Warmup: 2, Revision: "86d6ac2",
 		OursSettle: 300 * time.Millisecond, TheirsSettle: 500 * time.Millisecond,
 		Pages: []PageResult{
@@ -50,7 +50,7 @@ func TestRenderMarkdown(t *testing.T) {
 	md := render(t, sampleReport())
 	for _, want := range []string{
 		"# Benchmarks: Wayfinder's page layer beside Playwright MCP, and its agent engine\n",
-		"A small machine (2 logical cores) shared with other work",
+		"A small machine (2 logical cores) shared with other work while it ran (load average 17.20, 18.01, 12.50 over 1, 5 and 15 minutes as the measurements began): ",
 		"on 2026-11-22 03:30 UTC in 2m30s;",
 		"| CPU | AMD EPYC, 2 logical cores |",
 		"| memory | 8.0 GiB |",
