@@ -84,6 +84,9 @@ type run struct {
 	cost     float64
 	warned   bool
 	renewals int
+	// recoveredAt is when the browser was last replaced; askedAt when the
+	// controller was last asked.
+	recoveredAt, askedAt time.Time
 	failures int // element errors in a row
 	verdict  *judge.Verdict
 	lastURL  string
@@ -296,10 +299,15 @@ func (ru *run) finishStep() error {
 func (ru *run) open() (Result, bool) {
 	nav := Action{Tool: ToolNavigate, Arguments: map[string]any{"url": ru.p.StartURL}, Outcome: "ok"}
 	begin := time.Now()
-	defer func() {
-		nav.Duration = time.Since(begin)
-		ru.rec.Actions = append(ru.rec.Actions, nav)
-	}()
+	recorded := false
+	record := func() {
+		if !recorded {
+			recorded = true
+			nav.Duration = time.Since(begin)
+			ru.rec.Actions = append(ru.rec.Actions, nav)
+		}
+	}
+	defer record()
 	if err := ru.p.Policy.Check(ru.ctx, ru.p.StartURL); err != nil {
 		nav.Outcome, nav.Message = string(browser.CodeDomainBlocked), err.Error()
 		return Result{Status: StatusError, Err: &Error{Category: CategoryDomainBlocked, Message: err.Error(), Step: ru.step}}, true
@@ -314,6 +322,7 @@ func (ru *run) open() (Result, bool) {
 			nav.Outcome = string(browser.CodeTimeout)
 		}
 		if e.Category == CategoryBrowserCrash {
+			record() // before the reopening that recover records
 			if res, done := ru.recover(err); done {
 				return res, true
 			}
@@ -469,6 +478,9 @@ func (ru *run) recover(cause error) (Result, bool) {
 		crash.Message += "; reopening " + url + " failed: " + err.Error()
 		return Result{Status: StatusError, Err: crash}, true
 	}
+	ru.rec.Actions = append(ru.rec.Actions, Action{Tool: ToolNavigate, Arguments: map[string]any{"url": url},
+		Outcome: "ok", Message: "reopened after a browser restart"})
+	ru.recoveredAt = time.Now()
 	if !ru.takeObservation(nil) {
 		if ru.ctx.Err() != nil {
 			return Result{Status: StatusInterrupted}, true
@@ -488,6 +500,7 @@ func (ru *run) recover(cause error) (Result, bool) {
 // turn runs one controller turn: ask, execute, observe, judge. done is
 // true when the run ends with res.
 func (ru *run) turn() (res Result, done bool, err error) {
+	ru.askedAt = time.Now()
 	resp, fail := ru.ask()
 	if fail != nil {
 		return *fail, true, nil
@@ -1078,7 +1091,11 @@ func (ru *run) currentSummary() judge.StepSummary {
 	for _, a := range ru.rec.Actions {
 		s.Actions = append(s.Actions, judge.Action{Tool: a.Tool, Args: shortArgs(a.Arguments), Outcome: a.Outcome})
 	}
-	if ru.rec.Err != nil {
+	// A browser crash recovered from before the model looked at the page
+	// says nothing about the page the model judged; one during the turn
+	// does (the state the model acted on may be gone).
+	recoveredBefore := ru.rec.Err != nil && ru.rec.Err.Category == CategoryBrowserCrash && ru.recoveredAt.Before(ru.askedAt)
+	if ru.rec.Err != nil && !recoveredBefore {
 		s.Error = string(ru.rec.Err.Category) + ": " + ru.rec.Err.Message
 	}
 	return s
@@ -1167,6 +1184,9 @@ func (rc *recorder) Complete(ctx context.Context, req *llm.Request) (*llm.Respon
 	ctx = promptrunner.WithCall(ctx, ru.p.RunID, string(rc.role), ru.step)
 	pr := PromptRun{Step: ru.step, Role: rc.role, Provider: rc.m.Provider(), Model: rc.m.Name(), Request: req, Start: time.Now()}
 	resp, err := rc.m.Complete(ctx, req)
+	if err == nil && resp == nil {
+		err = &llm.Error{Class: llm.ErrRefused, Provider: rc.m.Provider(), Message: "empty answer"}
+	}
 	pr.End = time.Now()
 	if err != nil {
 		pr.Err = err.Error()

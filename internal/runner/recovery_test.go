@@ -223,8 +223,11 @@ func TestBrowserCrash(t *testing.T) {
 		crashed := sink.step(t, 2)
 		require.NotNil(t, crashed.Err)
 		require.Equal(t, CategoryBrowserCrash, crashed.Err.Category)
-		require.Len(t, crashed.Actions, 1, "the click is recorded once")
+		require.Len(t, crashed.Actions, 2, "the click is recorded once, then the reopening")
 		require.Equal(t, "action_failed", crashed.Actions[0].Outcome)
+		require.Equal(t, ToolNavigate, crashed.Actions[1].Tool)
+		require.Equal(t, "ok", crashed.Actions[1].Outcome)
+		require.Equal(t, s.URL+"/help", crashed.Actions[1].Arguments["url"])
 		require.Equal(t, s.URL+"/help", crashed.URL)
 
 		reqs := m.Requests()

@@ -86,10 +86,10 @@ func TestBadInput(t *testing.T) {
 		}, "InvalidArgument", "params.blocked_domains[0]"},
 		{"later capability", func() error {
 			_, err := ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: valid(func(p *wfv1.RunParams) {
-				p.Controller = &wfv1.ModelSettings{Provider: "anthropic"}
+				p.Auth = &wfv1.AuthConfig{}
 			})})
 			return err
-		}, "Unimplemented", "params.controller"},
+		}, "Unimplemented", "params.auth"},
 		{"unknown status enum", func() error {
 			_, err := ts.client.ListRuns(ctx, &wfv1.ListRunsRequest{Statuses: []wfv1.RunStatus{99}})
 			return err

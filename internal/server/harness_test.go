@@ -213,7 +213,7 @@ func newSite(t *testing.T) *site {
 				return
 			}
 		}
-		fmt.Fprint(w, `<!doctype html><title>Slow page</title><p>finally</p>`)
+		fmt.Fprint(w, `<!doctype html><title>Slow page</title><p>Hello from the test site, finally</p>`)
 	})
 	s.Server = httptest.NewServer(mux)
 	t.Cleanup(func() {

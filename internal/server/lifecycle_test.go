@@ -30,7 +30,7 @@ func TestRunOverREST(t *testing.T) {
 		ID     string `json:"id"`
 		Status string `json:"status"`
 	}
-	body := `{"goal": "Check the heading", "start_url": "` + s.URL + `/", "allowed_domains": ["127.0.0.1"], "labels": {"suite": "rest"}}`
+	body := `{"goal": "Expect text Hello from the test site", "start_url": "` + s.URL + `/", "allowed_domains": ["127.0.0.1"], "labels": {"suite": "rest"}}`
 	require.Equal(t, http.StatusOK, restJSON(t, http.MethodPost, base+"/v1/runs", body, &run))
 	require.Equal(t, "RUN_STATUS_QUEUED", run.Status)
 
@@ -41,6 +41,7 @@ func TestRunOverREST(t *testing.T) {
 		types = append(types, l["result"].(map[string]any)["type"].(string))
 	}
 	require.Equal(t, []string{"RUN_EVENT_TYPE_QUEUED", "RUN_EVENT_TYPE_STARTED", "RUN_EVENT_TYPE_STEP_STARTED",
+		"RUN_EVENT_TYPE_TOOL_CALLED", "RUN_EVENT_TYPE_JUDGE_VERDICT", "RUN_EVENT_TYPE_TOOL_RESULT",
 		"RUN_EVENT_TYPE_STEP_FINISHED", "RUN_EVENT_TYPE_FINISHED"}, types)
 
 	var got struct {
@@ -103,7 +104,7 @@ func TestRunOverREST(t *testing.T) {
 		} `json:"run"`
 		TimedOut bool `json:"timed_out"`
 	}
-	body = `{"params": {"goal": "Again, blocking", "start_url": "` + s.URL + `/", "allowed_domains": ["127.0.0.1"]}, "timeout": "60s"}`
+	body = `{"params": {"goal": "Expect text Hello", "start_url": "` + s.URL + `/", "allowed_domains": ["127.0.0.1"]}, "timeout": "60s"}`
 	require.Equal(t, http.StatusOK, restJSON(t, http.MethodPost, base+"/v1/runs:wait", body, &waited))
 	require.Equal(t, "RUN_STATUS_COMPLETED", waited.Run.Status)
 	require.False(t, waited.TimedOut)
@@ -133,8 +134,12 @@ func TestRunOverGRPC(t *testing.T) {
 	evs := collectEvents(t, ts.client, run.Id, 0)
 	require.Equal(t, []wfv1.RunEventType{
 		wfv1.RunEventType_RUN_EVENT_TYPE_QUEUED, wfv1.RunEventType_RUN_EVENT_TYPE_STARTED,
-		wfv1.RunEventType_RUN_EVENT_TYPE_STEP_STARTED, wfv1.RunEventType_RUN_EVENT_TYPE_STEP_FINISHED,
-		wfv1.RunEventType_RUN_EVENT_TYPE_FINISHED,
+		wfv1.RunEventType_RUN_EVENT_TYPE_STEP_STARTED,
+		// The offline controller sees the expected text at once and claims
+		// success; the judge confirms it before the tool result.
+		wfv1.RunEventType_RUN_EVENT_TYPE_TOOL_CALLED, wfv1.RunEventType_RUN_EVENT_TYPE_JUDGE_VERDICT,
+		wfv1.RunEventType_RUN_EVENT_TYPE_TOOL_RESULT,
+		wfv1.RunEventType_RUN_EVENT_TYPE_STEP_FINISHED, wfv1.RunEventType_RUN_EVENT_TYPE_FINISHED,
 	}, eventTypes(evs))
 	for i, ev := range evs {
 		require.Equal(t, int64(i+1), ev.Sequence)
@@ -197,7 +202,7 @@ func TestDomainPolicyRefusesBeforeNavigation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			run, err := ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: &wfv1.RunParams{
-				Goal: "Try", StartUrl: s.URL + "/", AllowedDomains: tt.allowed, BlockedDomains: tt.blocked,
+				Goal: "Expect text Hello", StartUrl: s.URL + "/", AllowedDomains: tt.allowed, BlockedDomains: tt.blocked,
 			}})
 			require.NoError(t, err)
 			evs := collectEvents(t, ts.client, run.Id, 0)
@@ -320,7 +325,9 @@ func TestNetworkGuardRecordsBlockedRequests(t *testing.T) {
 	ts := startServer(t, storetest.NewDB(t), serverOpts{})
 	s := newSite(t)
 	ctx := context.Background()
-	run, err := ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: params(s.URL + "/leaky")})
+	p := params(s.URL + "/leaky")
+	p.Goal = "Expect title Leaky"
+	run, err := ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: p})
 	require.NoError(t, err)
 	evs := collectEvents(t, ts.client, run.Id, 0)
 	require.Equal(t, wfv1.RunStatus_RUN_STATUS_COMPLETED, evs[len(evs)-1].GetRun().Status)

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -63,10 +64,24 @@ func (b *leasedBrowser) Done() <-chan struct{} { return b.lease.Done() }
 func (b *leasedBrowser) Renew(ctx context.Context) (*browser.Session, error) {
 	b.log.WarnContext(ctx, "browser context lost; leasing a new one", "error", b.lease.Err())
 	b.close()
-	if err := b.start(ctx); err != nil {
-		return nil, fmt.Errorf("lease a new browser context: %w", err)
+	// The pool may not have noticed the crash yet and hand out a context
+	// of the dying process: try again until it has replaced it.
+	wait := 250 * time.Millisecond
+	for {
+		err := b.start(ctx)
+		if err == nil {
+			return b.lease.Session(), nil
+		}
+		if !errors.Is(err, browser.ErrBrowserGone) || ctx.Err() != nil {
+			return nil, fmt.Errorf("lease a new browser context: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("lease a new browser context: %w", errors.Join(err, ctx.Err()))
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
 	}
-	return b.lease.Session(), nil
 }
 
 func (b *leasedBrowser) close() {
@@ -75,7 +90,7 @@ func (b *leasedBrowser) close() {
 		b.network = nil
 	}
 	if b.lease != nil {
-		b.lease.Release()
+		b.lease.Release() // a second call does nothing
 	}
 }
 
