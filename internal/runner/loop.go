@@ -87,9 +87,9 @@ type run struct {
 	// recoveredAt is when the browser was last replaced; askedAt when the
 	// controller was last asked.
 	recoveredAt, askedAt time.Time
-	failures int // element errors in a row
-	verdict  *judge.Verdict
-	lastURL  string
+	failures             int // element errors in a row
+	verdict              *judge.Verdict
+	lastURL              string
 }
 
 // observation is the page as the controller and the judge see it.

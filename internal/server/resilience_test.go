@@ -239,4 +239,3 @@ func TestBrowserCrashRecovers(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, wfv1.RunStatus_RUN_STATUS_COMPLETED, waitFinished(t, ts.client, next.Id).Status)
 }
-
