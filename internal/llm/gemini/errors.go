@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"google.golang.org/genai"
 
@@ -28,7 +25,7 @@ func (m *model) classify(ctx context.Context, err error) error {
 	switch {
 	case errors.As(err, &apiErr):
 		e.Status = apiErr.Code
-		e.Class = statusClass(apiErr.Code)
+		e.Class = llm.StatusClass(apiErr.Code)
 		if keyInvalid(apiErr) {
 			// The Gemini API answers a bad key with 400 INVALID_ARGUMENT.
 			e.Class = llm.ErrAuth
@@ -39,14 +36,14 @@ func (m *model) classify(ctx context.Context, err error) error {
 		}
 	case errors.Is(err, context.DeadlineExceeded):
 		e.Class, e.Message = llm.ErrTransient, "no answer within the attempt's timeout"
-	case isNetwork(err):
+	case llm.IsNetworkError(err):
 		e.Class, e.Message = llm.ErrTransient, "network error: "+err.Error()
-	case isJSON(err):
+	case llm.IsJSONError(err):
 		e.Class, e.Message = llm.ErrUnparseable, jsonMessage(err)
 	default:
 		e.Class, e.Message = llm.ErrTransient, err.Error()
 	}
-	e.Message = clean(e.Message, m.apiKey)
+	e.Message = llm.Redact(e.Message, m.apiKey)
 	return e
 }
 
@@ -98,49 +95,4 @@ func jsonMessage(err error) string {
 		return "the arguments of a tool call are not a JSON object"
 	}
 	return "the answer is not the JSON the API returns"
-}
-
-// statusClass maps an HTTP status to an error class.
-func statusClass(status int) error {
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return llm.ErrAuth
-	case status == http.StatusTooManyRequests:
-		return llm.ErrRateLimited
-	case status == http.StatusRequestTimeout || status == http.StatusConflict || status >= 500:
-		return llm.ErrTransient
-	case status >= 400:
-		return llm.ErrInvalidRequest
-	default:
-		return llm.ErrTransient
-	}
-}
-
-func isNetwork(err error) bool {
-	var netErr net.Error
-	return errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-func isJSON(err error) bool {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	return errors.As(err, &syntax) || errors.As(err, &typ)
-}
-
-// maxMessage bounds an error message.
-const maxMessage = 300
-
-// clean removes the API key from msg and bounds its length.
-func clean(msg, apiKey string) string {
-	if apiKey != "" {
-		msg = strings.ReplaceAll(msg, apiKey, "[redacted]")
-	}
-	if len(msg) > maxMessage {
-		cut := maxMessage
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut] + "…"
-	}
-	return msg
 }
