@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -145,6 +146,15 @@ func (s *sink) PromptRun(ctx context.Context, pr runner.PromptRun) error {
 	if _, err := s.store.RecordPromptRun(ctx, rec); err != nil {
 		return err
 	}
+	_, span := s.tracer.Start(ctx, "model "+string(pr.Role), trace.WithTimestamp(pr.Start),
+		trace.WithAttributes(attribute.String("wayfinder.run_id", s.runID), attribute.Int("wayfinder.step", pr.Step),
+			attribute.String("gen_ai.system", pr.Provider), attribute.String("gen_ai.request.model", pr.Model),
+			attribute.Int("gen_ai.usage.input_tokens", pr.Usage.InputTokens),
+			attribute.Int("gen_ai.usage.output_tokens", pr.Usage.OutputTokens)))
+	if pr.Err != "" {
+		span.SetStatus(codes.Error, pr.Err)
+	}
+	span.End(trace.WithTimestamp(pr.End))
 	s.metrics.observePrompt(pr)
 	if pr.Err != "" {
 		s.log.WarnContext(ctx, "model call failed", "role", pr.Role, "provider", pr.Provider, "model", pr.Model,
