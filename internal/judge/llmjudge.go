@@ -146,16 +146,14 @@ func (j *LLM) request(c *Context) *llm.Request {
 	}
 }
 
-// Untrusted-data markers around the page text.
+// Untrusted-data markers around the page text, shared with the runner.
 const (
-	pageOpen  = "<untrusted_page_content>"
-	pageClose = "</untrusted_page_content>"
+	pageOpen  = llm.UntrustedOpen
+	pageClose = llm.UntrustedClose
 )
 
-// markerLike matches anything a model could read as one of the markers:
-// any case, '_', '-' or spaces between the words, ASCII or look-alike
-// angle brackets.
-var markerLike = regexp.MustCompile(`(?i)(?:[<＜‹〈]\s*/?\s*)?untrusted[\s_\-]*page[\s_\-]*content(?:\s*[>＞›〉])?`)
+// markerLike matches anything a model could read as one of the markers.
+var markerLike = llm.UntrustedMarker()
 
 // neutralise defuses marker-like text in untrusted s, so it cannot close
 // (or open) the untrusted block.

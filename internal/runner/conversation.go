@@ -8,20 +8,20 @@ import (
 	"image"
 	_ "image/jpeg" // screenshot sizes for token estimates
 	_ "image/png"
-	"regexp"
 	"strings"
 
 	"github.com/wayfinder/wayfinder/internal/llm"
 )
 
 // Untrusted-data delimiters around page content (names, text, HTML) in
-// prompts. The system prompt tells the model that what is inside is data.
+// prompts, shared with the judge. The system prompt tells the model that
+// what is inside is data.
 const (
-	untrustedOpen  = "<untrusted_page_content>"
-	untrustedClose = "</untrusted_page_content>"
+	untrustedOpen  = llm.UntrustedOpen
+	untrustedClose = llm.UntrustedClose
 )
 
-var delimiterLike = regexp.MustCompile(`(?i)<\s*/?\s*untrusted_page_content\s*>`)
+var delimiterLike = llm.UntrustedMarker()
 
 // untrusted wraps page content in the delimiters, defusing any delimiter
 // the page itself contains so it cannot close the block early.
