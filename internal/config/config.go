@@ -110,7 +110,7 @@ var Settings = []Setting{
 		func(c *Config, v string) error { c.Chromium = v; return nil }},
 	{"browser-capacity", "WAYFINDER_BROWSER_CAPACITY", "2", "Runs executed at once by this replica (one isolated browser context each).",
 		func(c *Config, v string) error { return parseInt(&c.BrowserCapacity, v, 1, 256) }},
-	{"browser-contexts-per-process", "WAYFINDER_BROWSER_CONTEXTS_PER_PROCESS", "4", "Runs (isolated contexts) one Chromium process hosts at most; the replica keeps ceil(capacity / this) processes warm. An idle process holds 170-290 MB and a context with a typical page ~65-75 MB (PSS), so sharing saves memory; a crash fails the runs of its process, which are retried.",
+	{"browser-contexts-per-process", "WAYFINDER_BROWSER_CONTEXTS_PER_PROCESS", "4", "Runs (isolated contexts) one Chromium process hosts at most; the replica keeps ceil(capacity / this) processes warm. An idle process holds 170-290 MB and a context with a typical page ~65-75 MB (PSS), so sharing saves memory; a crash fails the runs of its process, which carry on in new contexts.",
 		func(c *Config, v string) error { return parseInt(&c.BrowserContextsPerProcess, v, 1, 64) }},
 	{"browser-process-per-run", "WAYFINDER_BROWSER_PROCESS_PER_RUN", "false", "Give every run a fresh Chromium process of its own, killed when the run ends (strongest isolation; a process and a launch per run).",
 		func(c *Config, v string) error { return parseBool(&c.BrowserProcessPerRun, v) }},
