@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -119,7 +120,7 @@ func demoScript(t *testing.T) llmtest.Script {
 	}
 	return func(c llmtest.Call) llmtest.Reply {
 		usage := llm.Usage{InputTokens: 1000, OutputTokens: 50}
-		if slicesContains(c.Tools, "submit_verdict") {
+		if slices.Contains(c.Tools, "submit_verdict") {
 			done := strings.Contains(lastText(c.Messages), "Total: 42.50")
 			args, _ := json.Marshal(map[string]any{"done": done, "confidence": 0.9, "reason": "checked the page", "feedback": ""})
 			return llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "v", Name: "submit_verdict", Arguments: args}}, Usage: usage}
@@ -134,15 +135,6 @@ func demoScript(t *testing.T) llmtest.Script {
 		turn++
 		return llmtest.Reply{Text: "Next: " + call.Name, ToolCalls: []llm.ToolCall{call}, Usage: usage}
 	}
-}
-
-func slicesContains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // lastText is all the text of the conversation's last message, tool
