@@ -316,6 +316,11 @@ func (ru *run) open() (Result, bool) {
 		if ru.ctx.Err() != nil {
 			return Result{Status: StatusInterrupted}, true
 		}
+		if e, ok := hookFailure(err, ru.step); ok {
+			nav.Outcome, nav.Message = hookOutcome(err), e.Message
+			ru.takeObservation(nil)
+			return Result{Status: StatusError, Err: e}, true
+		}
 		e := classify(err, ru.step)
 		nav.Outcome, nav.Message = "action_failed", err.Error()
 		if e.Category == CategoryNavigationTimeout {
@@ -349,10 +354,19 @@ func (ru *run) openPage(url string) error {
 		return errors.Join(err, context.Cause(bctx))
 	}
 	ru.page = page
+	act := browser.Action{Kind: browser.ActionNavigate, URL: url}
+	if err := ru.beforeAction(bctx, &act); err != nil {
+		return err
+	}
 	if err := page.Navigate(bctx, url, ru.p.NavigationTimeout); err != nil {
 		return errors.Join(err, context.Cause(bctx))
 	}
 	ru.lastURL = url
+	hr, fatal := ru.afterAction(bctx, act, nil)
+	ru.pending = append(ru.pending, hr.Notes...)
+	if fatal != nil {
+		return fatal
+	}
 	return nil
 }
 
@@ -511,6 +525,12 @@ func (ru *run) turn() (res Result, done bool, err error) {
 	if out.interrupted {
 		ru.answerUnanswered(&t, resp.ToolCalls, "not executed: the run was interrupted")
 		return Result{Status: StatusInterrupted}, true, nil
+	}
+	if out.fatal != nil {
+		ru.answerUnanswered(&t, resp.ToolCalls, "not executed: the run ended")
+		ru.conv.turns = append(ru.conv.turns, t)
+		ru.takeObservation(nil)
+		return Result{Status: StatusError, Err: out.fatal}, true, nil
 	}
 	if out.crashed != nil {
 		r, done := ru.recover(out.crashed)
@@ -672,6 +692,8 @@ type executed struct {
 	forceJudge  bool
 	interrupted bool
 	crashed     error
+	// fatal is a hook's error that ends the run (authentication).
+	fatal *Error
 }
 
 // execute runs the turn's tool calls in order: browser actions up to
@@ -715,7 +737,7 @@ func (ru *run) execute(calls []llm.ToolCall, t *turn) executed {
 			}
 			browserActions++
 			changed := ru.browserTool(t, call, a, args, &out)
-			if out.interrupted || out.crashed != nil {
+			if out.interrupted || out.crashed != nil || out.fatal != nil {
 				stopped = "not executed"
 				continue
 			}
@@ -750,8 +772,35 @@ func (ru *run) browserTool(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 	}
 	begin := time.Now()
 	bctx, cancel := ru.browserCtx()
+	if herr := ru.beforeAction(bctx, &act); herr != nil {
+		cancel()
+		code, msg, fatal := refusal(herr)
+		if fatal != nil {
+			ru.answerError(t, call, args, string(browser.CodeActionFailed), fatal.Message, time.Since(begin))
+			out.fatal = fatal
+			return false
+		}
+		if ru.ctx.Err() != nil {
+			ru.answerError(t, call, args, string(browser.CodeActionFailed), msg, time.Since(begin))
+			out.interrupted = true
+			return false
+		}
+		ru.answerError(t, call, args, code, msg, time.Since(begin))
+		if code == string(browser.CodeDomainBlocked) {
+			ru.rec.Err = &Error{Category: CategoryDomainBlocked, Message: msg, Step: ru.step}
+		}
+		return false
+	}
 	res, err := ru.page.Do(bctx, act)
 	cause := context.Cause(bctx)
+	var hooked HookResult
+	var fatal *Error
+	if err == nil {
+		if res.Page != nil {
+			ru.page = res.Page
+		}
+		hooked, fatal = ru.afterAction(bctx, act, res)
+	}
 	cancel()
 	ru.rec.Timings.Action += time.Since(begin)
 	if err != nil {
@@ -769,8 +818,9 @@ func (ru *run) browserTool(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 		out.crashed = err // the page cannot be used any more
 		return false
 	}
-	if res.Page != nil {
-		ru.page = res.Page
+	if hooked.Changed {
+		// The hook changed the page after the action's snapshot.
+		res.Snapshot, res.SnapshotError = nil, ""
 	}
 	if res.Snapshot != nil {
 		out.snapshot = res.Snapshot
@@ -805,8 +855,14 @@ func (ru *run) browserTool(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 		ru.rec.Err = &Error{Category: CategoryDomainBlocked, Message: msg, Step: ru.step}
 		body["hint"] = "this domain is not allowed for the run; choose another path"
 	}
+	if len(hooked.Notes) > 0 {
+		body["notes"] = hooked.Notes
+	}
 	ru.answer(t, call, body, res.Error != nil)
-	return res.Navigated || res.OpenedTab
+	if fatal != nil {
+		out.fatal = fatal
+	}
+	return res.Navigated || res.OpenedTab || hooked.Changed
 }
 
 func toolResultBody(res *browser.ActionResult) map[string]any {

@@ -108,6 +108,9 @@ type Params struct {
 	MaxRenewals int
 	// RunID is passed to models that want it (the prompt-runner webhook).
 	RunID string
+	// Hooks are called around every browser action (auth, governance).
+	// Default none.
+	Hooks Hooks
 }
 
 // JudgeStrategy selects how completion is decided (seed 000 §3.6).
@@ -173,6 +176,7 @@ const (
 	CategoryToolExecution     Category = "tool_execution_error"
 	CategoryDomainBlocked     Category = "domain_blocked"
 	CategoryBudgetExceeded    Category = "budget_exceeded"
+	CategoryAuthentication    Category = "authentication_error"
 	CategoryInternal          Category = "internal"
 )
 

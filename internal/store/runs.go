@@ -146,7 +146,7 @@ const runColumns = `id, coalesce(request_id, ''), status, params, created_at, st
 	step_count, coalesce(error_category, ''), coalesce(error_message, ''), coalesce(error_step, 0),
 	coalesce(final_screenshot_media_id::text, ''), coalesce(final_url, ''), final_verdict,
 	cancel_requested, attempts, last_event_seq,
-	input_tokens, output_tokens, cached_input_tokens, cost_usd::float8, model_calls, coalesce(summary, '')`
+	input_tokens, output_tokens, cached_input_tokens, cost_usd::float8, model_calls, coalesce(summary, ''), tenant_id`
 
 func scanRun(row pgx.Row) (*wfv1.Run, error) {
 	var (
@@ -163,7 +163,7 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 		&stepCount, &errCategory, &errMsg, &errStep,
 		&run.FinalScreenshotMediaId, &run.FinalUrl, &verdict,
 		&run.CancelRequested, &attempts, &run.LastEventSequence,
-		&usage.InputTokens, &usage.OutputTokens, &usage.CachedInputTokens, &usage.CostUsd, &usage.ModelCalls, &run.Summary)
+		&usage.InputTokens, &usage.OutputTokens, &usage.CachedInputTokens, &usage.CostUsd, &usage.ModelCalls, &run.Summary, &run.TenantId)
 	if err != nil {
 		return nil, err
 	}

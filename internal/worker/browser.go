@@ -21,10 +21,16 @@ import (
 // a crashed context is replaced by a new lease behind the same network
 // guard, with the same network rules.
 type leasedBrowser struct {
-	pool    *pool.Pool
-	proxy   string
-	blocks  *netguard.Log
-	log     *slog.Logger
+	pool   *pool.Pool
+	proxy  string
+	blocks *netguard.Log
+	log    *slog.Logger
+	// rules are the network rules of every context of the run (auth
+	// headers, cookies, storage); OnBlock is set by start.
+	rules browser.NetworkRules
+	// setup is called, in order, on every new context (the first and each
+	// replacement) once its network rules are in place.
+	setup   []func(ctx context.Context, s *browser.Session) error
 	lease   *pool.Lease
 	network interface{ Close() error }
 }
@@ -34,25 +40,31 @@ func (b *leasedBrowser) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	network, err := lease.Session().StartNetwork(ctx, browser.NetworkRules{
-		// URLs that never reach the proxy (file:) are refused in the browser.
-		OnBlock: func(bl browser.BlockedRequest) {
-			kind := netguard.KindSubresource
-			if bl.Navigation {
-				kind = netguard.KindNavigation
-			}
-			block := netguard.Block{Kind: kind, URL: bl.URL, Reason: guard.ReasonScheme}
-			if bl.Err != nil {
-				block.Host, block.Reason, block.Message = bl.Err.Host, bl.Err.Reason, bl.Err.Error()
-			}
-			b.blocks.Record(block)
-		},
-	})
+	rules := b.rules
+	// URLs that never reach the proxy (file:) are refused in the browser.
+	rules.OnBlock = func(bl browser.BlockedRequest) {
+		kind := netguard.KindSubresource
+		if bl.Navigation {
+			kind = netguard.KindNavigation
+		}
+		block := netguard.Block{Kind: kind, URL: bl.URL, Reason: guard.ReasonScheme}
+		if bl.Err != nil {
+			block.Host, block.Reason, block.Message = bl.Err.Host, bl.Err.Reason, bl.Err.Error()
+		}
+		b.blocks.Record(block)
+	}
+	network, err := lease.Session().StartNetwork(ctx, rules)
 	if err != nil {
 		lease.Release()
 		return err
 	}
 	b.lease, b.network = lease, network
+	for _, f := range b.setup {
+		if err := f(ctx, lease.Session()); err != nil {
+			b.close()
+			return err
+		}
+	}
 	return nil
 }
 

@@ -156,6 +156,14 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 	defer proxy.Close()
 
 	b := &leasedBrowser{pool: w.cfg.Pool, proxy: proxy.URL(), blocks: blocks, log: log}
+	env := &runEnv{run: run, tenant: run.GetTenantId(), b: b, store: w.cfg.Store, log: log}
+	if params.Hooks, err = w.hooks(ctx, env); err != nil {
+		var re *runner.Error
+		if !errors.As(err, &re) {
+			re = &runner.Error{Category: runner.CategoryInternal, Message: err.Error()}
+		}
+		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR, Error: runError(re)})
+	}
 	if err := b.start(ctx); err != nil {
 		if ctx.Err() != nil {
 			return w.interrupted(ctx, run, log)
@@ -169,6 +177,9 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 
 	sink := &sink{store: w.cfg.Store, runID: run.Id, tracer: w.cfg.Tracer, metrics: w.cfg.Metrics, blocks: blocks, log: log}
 	res, err := w.cfg.Runner.Run(ctx, b, params, sink)
+	for _, f := range env.atEnd {
+		f(bg)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -346,6 +357,7 @@ var categories = map[runner.Category]wfv1.ErrorCategory{
 	runner.CategoryLLMParseError:     wfv1.ErrorCategory_ERROR_CATEGORY_LLM_PARSE_ERROR,
 	runner.CategoryToolExecution:     wfv1.ErrorCategory_ERROR_CATEGORY_TOOL_EXECUTION_ERROR,
 	runner.CategoryBudgetExceeded:    wfv1.ErrorCategory_ERROR_CATEGORY_BUDGET_EXCEEDED,
+	runner.CategoryAuthentication:    wfv1.ErrorCategory_ERROR_CATEGORY_AUTHENTICATION_ERROR,
 	runner.CategoryInternal:          wfv1.ErrorCategory_ERROR_CATEGORY_INTERNAL,
 }
 

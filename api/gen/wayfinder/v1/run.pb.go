@@ -204,6 +204,70 @@ func (ErrorCategory) EnumDescriptor() ([]byte, []int) {
 	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{1}
 }
 
+// ConsentPolicy says what happens to cookie and consent banners.
+type ConsentPolicy int32
+
+const (
+	// CONSENT_POLICY_MODEL.
+	ConsentPolicy_CONSENT_POLICY_UNSPECIFIED ConsentPolicy = 0
+	// The model decides, like any other page element (the default).
+	ConsentPolicy_CONSENT_POLICY_MODEL ConsentPolicy = 1
+	// Known banners (site profiles and the built-in list of common consent
+	// managers) are accepted by the service before the model sees the page.
+	ConsentPolicy_CONSENT_POLICY_AUTO ConsentPolicy = 2
+	// Known banners are rejected (the "reject all" / "necessary only"
+	// button) by the service before the model sees the page.
+	ConsentPolicy_CONSENT_POLICY_REJECT ConsentPolicy = 3
+	// A known banner is a human checkpoint: the run asks for approval and
+	// accepts the banner when approved, rejects it otherwise.
+	ConsentPolicy_CONSENT_POLICY_ASK ConsentPolicy = 4
+)
+
+// Enum value maps for ConsentPolicy.
+var (
+	ConsentPolicy_name = map[int32]string{
+		0: "CONSENT_POLICY_UNSPECIFIED",
+		1: "CONSENT_POLICY_MODEL",
+		2: "CONSENT_POLICY_AUTO",
+		3: "CONSENT_POLICY_REJECT",
+		4: "CONSENT_POLICY_ASK",
+	}
+	ConsentPolicy_value = map[string]int32{
+		"CONSENT_POLICY_UNSPECIFIED": 0,
+		"CONSENT_POLICY_MODEL":       1,
+		"CONSENT_POLICY_AUTO":        2,
+		"CONSENT_POLICY_REJECT":      3,
+		"CONSENT_POLICY_ASK":         4,
+	}
+)
+
+func (x ConsentPolicy) Enum() *ConsentPolicy {
+	p := new(ConsentPolicy)
+	*p = x
+	return p
+}
+
+func (x ConsentPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ConsentPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfinder_v1_run_proto_enumTypes[2].Descriptor()
+}
+
+func (ConsentPolicy) Type() protoreflect.EnumType {
+	return &file_wayfinder_v1_run_proto_enumTypes[2]
+}
+
+func (x ConsentPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ConsentPolicy.Descriptor instead.
+func (ConsentPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{2}
+}
+
 // JudgeStrategy selects how completion is decided.
 type JudgeStrategy int32
 
@@ -244,11 +308,11 @@ func (x JudgeStrategy) String() string {
 }
 
 func (JudgeStrategy) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfinder_v1_run_proto_enumTypes[2].Descriptor()
+	return file_wayfinder_v1_run_proto_enumTypes[3].Descriptor()
 }
 
 func (JudgeStrategy) Type() protoreflect.EnumType {
-	return &file_wayfinder_v1_run_proto_enumTypes[2]
+	return &file_wayfinder_v1_run_proto_enumTypes[3]
 }
 
 func (x JudgeStrategy) Number() protoreflect.EnumNumber {
@@ -257,7 +321,7 @@ func (x JudgeStrategy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JudgeStrategy.Descriptor instead.
 func (JudgeStrategy) EnumDescriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{2}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{3}
 }
 
 // BasicAuthStrategy says how basic credentials are applied.
@@ -296,11 +360,11 @@ func (x BasicAuthStrategy) String() string {
 }
 
 func (BasicAuthStrategy) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfinder_v1_run_proto_enumTypes[3].Descriptor()
+	return file_wayfinder_v1_run_proto_enumTypes[4].Descriptor()
 }
 
 func (BasicAuthStrategy) Type() protoreflect.EnumType {
-	return &file_wayfinder_v1_run_proto_enumTypes[3]
+	return &file_wayfinder_v1_run_proto_enumTypes[4]
 }
 
 func (x BasicAuthStrategy) Number() protoreflect.EnumNumber {
@@ -309,7 +373,7 @@ func (x BasicAuthStrategy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BasicAuthStrategy.Descriptor instead.
 func (BasicAuthStrategy) EnumDescriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{3}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{4}
 }
 
 // RunEventType names what happened.
@@ -332,6 +396,12 @@ const (
 	RunEventType_RUN_EVENT_TYPE_REQUEUED RunEventType = 11
 	// Always the last event of a run; carries the final Run.
 	RunEventType_RUN_EVENT_TYPE_FINISHED RunEventType = 12
+	// An auth binding was applied (or re-applied after a 401/403) for a
+	// domain; names the method and credential, never a value.
+	RunEventType_RUN_EVENT_TYPE_AUTH_APPLIED RunEventType = 13
+	// The governance rules refused or delayed something (robots.txt, a
+	// consent banner handled by policy).
+	RunEventType_RUN_EVENT_TYPE_POLICY RunEventType = 14
 )
 
 // Enum value maps for RunEventType.
@@ -350,6 +420,8 @@ var (
 		10: "RUN_EVENT_TYPE_CANCEL_REQUESTED",
 		11: "RUN_EVENT_TYPE_REQUEUED",
 		12: "RUN_EVENT_TYPE_FINISHED",
+		13: "RUN_EVENT_TYPE_AUTH_APPLIED",
+		14: "RUN_EVENT_TYPE_POLICY",
 	}
 	RunEventType_value = map[string]int32{
 		"RUN_EVENT_TYPE_UNSPECIFIED":        0,
@@ -365,6 +437,8 @@ var (
 		"RUN_EVENT_TYPE_CANCEL_REQUESTED":   10,
 		"RUN_EVENT_TYPE_REQUEUED":           11,
 		"RUN_EVENT_TYPE_FINISHED":           12,
+		"RUN_EVENT_TYPE_AUTH_APPLIED":       13,
+		"RUN_EVENT_TYPE_POLICY":             14,
 	}
 )
 
@@ -379,11 +453,11 @@ func (x RunEventType) String() string {
 }
 
 func (RunEventType) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfinder_v1_run_proto_enumTypes[4].Descriptor()
+	return file_wayfinder_v1_run_proto_enumTypes[5].Descriptor()
 }
 
 func (RunEventType) Type() protoreflect.EnumType {
-	return &file_wayfinder_v1_run_proto_enumTypes[4]
+	return &file_wayfinder_v1_run_proto_enumTypes[5]
 }
 
 func (x RunEventType) Number() protoreflect.EnumNumber {
@@ -392,7 +466,7 @@ func (x RunEventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RunEventType.Descriptor instead.
 func (RunEventType) EnumDescriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{4}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{5}
 }
 
 // RunParams is everything a caller can say about a run. Only goal and
@@ -445,8 +519,11 @@ type RunParams struct {
 	// soon as the page changes. Default 1 (extra calls are answered "not
 	// executed").
 	ActionsPerTurn int32 `protobuf:"varint,18,opt,name=actions_per_turn,json=actionsPerTurn,proto3" json:"actions_per_turn,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Politeness and consent rules: robots.txt, per-domain action rate,
+	// cookie banners.
+	Governance    *GovernanceConfig `protobuf:"bytes,19,opt,name=governance,proto3" json:"governance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunParams) Reset() {
@@ -605,6 +682,81 @@ func (x *RunParams) GetActionsPerTurn() int32 {
 	return 0
 }
 
+func (x *RunParams) GetGovernance() *GovernanceConfig {
+	if x != nil {
+		return x.Governance
+	}
+	return nil
+}
+
+// GovernanceConfig holds a run's politeness and consent rules.
+type GovernanceConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Check https://host/robots.txt (user agent "Wayfinder") before every
+	// navigation to a new path and refuse disallowed ones
+	// (domain_blocked, reason robots_disallowed). Default false.
+	RespectRobotsTxt bool `protobuf:"varint,1,opt,name=respect_robots_txt,json=respectRobotsTxt,proto3" json:"respect_robots_txt,omitempty"`
+	// Most browser actions per minute on one domain, 1-600, spaced with
+	// random jitter. Default: the site profile's, else the server's
+	// WAYFINDER_DOMAIN_RATE_LIMIT (0 = no limit).
+	MaxActionsPerMinute int32 `protobuf:"varint,2,opt,name=max_actions_per_minute,json=maxActionsPerMinute,proto3" json:"max_actions_per_minute,omitempty"`
+	// Cookie and consent banner handling. Default CONSENT_POLICY_MODEL.
+	Consent       ConsentPolicy `protobuf:"varint,3,opt,name=consent,proto3,enum=wayfinder.v1.ConsentPolicy" json:"consent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GovernanceConfig) Reset() {
+	*x = GovernanceConfig{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GovernanceConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GovernanceConfig) ProtoMessage() {}
+
+func (x *GovernanceConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GovernanceConfig.ProtoReflect.Descriptor instead.
+func (*GovernanceConfig) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *GovernanceConfig) GetRespectRobotsTxt() bool {
+	if x != nil {
+		return x.RespectRobotsTxt
+	}
+	return false
+}
+
+func (x *GovernanceConfig) GetMaxActionsPerMinute() int32 {
+	if x != nil {
+		return x.MaxActionsPerMinute
+	}
+	return 0
+}
+
+func (x *GovernanceConfig) GetConsent() ConsentPolicy {
+	if x != nil {
+		return x.Consent
+	}
+	return ConsentPolicy_CONSENT_POLICY_UNSPECIFIED
+}
+
 // ModelSettings selects the model and prompt of one role (controller or judge).
 type ModelSettings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -637,7 +789,7 @@ type ModelSettings struct {
 
 func (x *ModelSettings) Reset() {
 	*x = ModelSettings{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[1]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +801,7 @@ func (x *ModelSettings) String() string {
 func (*ModelSettings) ProtoMessage() {}
 
 func (x *ModelSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[1]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +814,7 @@ func (x *ModelSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelSettings.ProtoReflect.Descriptor instead.
 func (*ModelSettings) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{1}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ModelSettings) GetProvider() string {
@@ -765,7 +917,7 @@ type JudgeSettings struct {
 
 func (x *JudgeSettings) Reset() {
 	*x = JudgeSettings{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[2]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +929,7 @@ func (x *JudgeSettings) String() string {
 func (*JudgeSettings) ProtoMessage() {}
 
 func (x *JudgeSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[2]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +942,7 @@ func (x *JudgeSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeSettings.ProtoReflect.Descriptor instead.
 func (*JudgeSettings) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{2}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *JudgeSettings) GetStrategy() JudgeStrategy {
@@ -829,7 +981,7 @@ type JudgeFrequency struct {
 
 func (x *JudgeFrequency) Reset() {
 	*x = JudgeFrequency{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[3]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -841,7 +993,7 @@ func (x *JudgeFrequency) String() string {
 func (*JudgeFrequency) ProtoMessage() {}
 
 func (x *JudgeFrequency) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[3]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -854,7 +1006,7 @@ func (x *JudgeFrequency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeFrequency.ProtoReflect.Descriptor instead.
 func (*JudgeFrequency) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{3}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *JudgeFrequency) GetFrequency() isJudgeFrequency_Frequency {
@@ -938,7 +1090,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[4]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -950,7 +1102,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[4]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -963,7 +1115,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{4}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -1067,7 +1219,7 @@ type WebhookTool struct {
 
 func (x *WebhookTool) Reset() {
 	*x = WebhookTool{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[5]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1231,7 @@ func (x *WebhookTool) String() string {
 func (*WebhookTool) ProtoMessage() {}
 
 func (x *WebhookTool) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[5]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1244,7 @@ func (x *WebhookTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTool.ProtoReflect.Descriptor instead.
 func (*WebhookTool) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{5}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WebhookTool) GetUrl() string {
@@ -1127,7 +1279,7 @@ type McpTool struct {
 
 func (x *McpTool) Reset() {
 	*x = McpTool{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[6]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1139,7 +1291,7 @@ func (x *McpTool) String() string {
 func (*McpTool) ProtoMessage() {}
 
 func (x *McpTool) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[6]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1152,7 +1304,7 @@ func (x *McpTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpTool.ProtoReflect.Descriptor instead.
 func (*McpTool) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{6}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *McpTool) GetServerUrl() string {
@@ -1180,7 +1332,7 @@ type PromptRunner struct {
 
 func (x *PromptRunner) Reset() {
 	*x = PromptRunner{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[7]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1344,7 @@ func (x *PromptRunner) String() string {
 func (*PromptRunner) ProtoMessage() {}
 
 func (x *PromptRunner) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[7]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1357,7 @@ func (x *PromptRunner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRunner.ProtoReflect.Descriptor instead.
 func (*PromptRunner) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{7}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PromptRunner) GetUrl() string {
@@ -1235,7 +1387,7 @@ type AuthConfig struct {
 
 func (x *AuthConfig) Reset() {
 	*x = AuthConfig{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[8]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1247,7 +1399,7 @@ func (x *AuthConfig) String() string {
 func (*AuthConfig) ProtoMessage() {}
 
 func (x *AuthConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[8]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1260,7 +1412,7 @@ func (x *AuthConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthConfig.ProtoReflect.Descriptor instead.
 func (*AuthConfig) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{8}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AuthConfig) GetBindings() []*DomainAuthBinding {
@@ -1300,7 +1452,7 @@ type DomainAuthBinding struct {
 
 func (x *DomainAuthBinding) Reset() {
 	*x = DomainAuthBinding{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[9]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1464,7 @@ func (x *DomainAuthBinding) String() string {
 func (*DomainAuthBinding) ProtoMessage() {}
 
 func (x *DomainAuthBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[9]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1477,7 @@ func (x *DomainAuthBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DomainAuthBinding.ProtoReflect.Descriptor instead.
 func (*DomainAuthBinding) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{9}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DomainAuthBinding) GetDomains() []string {
@@ -1458,18 +1610,22 @@ func (*DomainAuthBinding_LocalStorage) isDomainAuthBinding_Method() {}
 
 func (*DomainAuthBinding_CustomCallback) isDomainAuthBinding_Method() {}
 
+// BasicAuth is a username and password, sent as an Authorization header or
+// filled into a login form through placeholders.
 type BasicAuth struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Username      string                 `protobuf:"bytes,1,opt,name=username,proto3" json:"username,omitempty"`
-	Password      string                 `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
-	Strategy      BasicAuthStrategy      `protobuf:"varint,3,opt,name=strategy,proto3,enum=wayfinder.v1.BasicAuthStrategy" json:"strategy,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Username string                 `protobuf:"bytes,1,opt,name=username,proto3" json:"username,omitempty"`
+	// Secret: stored encrypted, never returned, never shown to the model.
+	Password string `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
+	// Default BASIC_AUTH_STRATEGY_HTTP_HEADER.
+	Strategy      BasicAuthStrategy `protobuf:"varint,3,opt,name=strategy,proto3,enum=wayfinder.v1.BasicAuthStrategy" json:"strategy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BasicAuth) Reset() {
 	*x = BasicAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[10]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1481,7 +1637,7 @@ func (x *BasicAuth) String() string {
 func (*BasicAuth) ProtoMessage() {}
 
 func (x *BasicAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[10]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1494,7 +1650,7 @@ func (x *BasicAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BasicAuth.ProtoReflect.Descriptor instead.
 func (*BasicAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{10}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *BasicAuth) GetUsername() string {
@@ -1518,9 +1674,11 @@ func (x *BasicAuth) GetStrategy() BasicAuthStrategy {
 	return BasicAuthStrategy_BASIC_AUTH_STRATEGY_UNSPECIFIED
 }
 
+// BearerAuth sends a token in a header.
 type BearerAuth struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Token string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// Secret.
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
 	// Default "Authorization".
 	HeaderName string `protobuf:"bytes,2,opt,name=header_name,json=headerName,proto3" json:"header_name,omitempty"`
 	// Default "Bearer".
@@ -1531,7 +1689,7 @@ type BearerAuth struct {
 
 func (x *BearerAuth) Reset() {
 	*x = BearerAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[11]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +1701,7 @@ func (x *BearerAuth) String() string {
 func (*BearerAuth) ProtoMessage() {}
 
 func (x *BearerAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[11]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +1714,7 @@ func (x *BearerAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BearerAuth.ProtoReflect.Descriptor instead.
 func (*BearerAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{11}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *BearerAuth) GetToken() string {
@@ -1580,18 +1738,22 @@ func (x *BearerAuth) GetPrefix() string {
 	return ""
 }
 
+// ApiKeyAuth sends a key in a header.
 type ApiKeyAuth struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	HeaderName    string                 `protobuf:"bytes,2,opt,name=header_name,json=headerName,proto3" json:"header_name,omitempty"`
-	Prefix        string                 `protobuf:"bytes,3,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Secret.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Default "X-API-Key".
+	HeaderName string `protobuf:"bytes,2,opt,name=header_name,json=headerName,proto3" json:"header_name,omitempty"`
+	// Prepended to the key as given, e.g. "Api-Key ". Default none.
+	Prefix        string `protobuf:"bytes,3,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ApiKeyAuth) Reset() {
 	*x = ApiKeyAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[12]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1765,7 @@ func (x *ApiKeyAuth) String() string {
 func (*ApiKeyAuth) ProtoMessage() {}
 
 func (x *ApiKeyAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[12]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1778,7 @@ func (x *ApiKeyAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKeyAuth.ProtoReflect.Descriptor instead.
 func (*ApiKeyAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{12}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ApiKeyAuth) GetKey() string {
@@ -1640,19 +1802,23 @@ func (x *ApiKeyAuth) GetPrefix() string {
 	return ""
 }
 
+// OAuthClientCredentials acquires a token with the client-credentials grant
+// (RFC 6749 §4.4) and sends it as a Bearer Authorization header.
 type OAuthClientCredentials struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	ClientSecret  string                 `protobuf:"bytes,2,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`
-	TokenUrl      string                 `protobuf:"bytes,3,opt,name=token_url,json=tokenUrl,proto3" json:"token_url,omitempty"`
-	Scope         string                 `protobuf:"bytes,4,opt,name=scope,proto3" json:"scope,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Secret.
+	ClientSecret string `protobuf:"bytes,2,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`
+	// http(s) URL of the token endpoint.
+	TokenUrl      string `protobuf:"bytes,3,opt,name=token_url,json=tokenUrl,proto3" json:"token_url,omitempty"`
+	Scope         string `protobuf:"bytes,4,opt,name=scope,proto3" json:"scope,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *OAuthClientCredentials) Reset() {
 	*x = OAuthClientCredentials{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[13]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1664,7 +1830,7 @@ func (x *OAuthClientCredentials) String() string {
 func (*OAuthClientCredentials) ProtoMessage() {}
 
 func (x *OAuthClientCredentials) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[13]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1677,7 +1843,7 @@ func (x *OAuthClientCredentials) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OAuthClientCredentials.ProtoReflect.Descriptor instead.
 func (*OAuthClientCredentials) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{13}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OAuthClientCredentials) GetClientId() string {
@@ -1708,6 +1874,7 @@ func (x *OAuthClientCredentials) GetScope() string {
 	return ""
 }
 
+// CookieAuth stores cookies in the run's browser context.
 type CookieAuth struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Cookies       []*Cookie              `protobuf:"bytes,1,rep,name=cookies,proto3" json:"cookies,omitempty"`
@@ -1717,7 +1884,7 @@ type CookieAuth struct {
 
 func (x *CookieAuth) Reset() {
 	*x = CookieAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[14]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +1896,7 @@ func (x *CookieAuth) String() string {
 func (*CookieAuth) ProtoMessage() {}
 
 func (x *CookieAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[14]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +1909,7 @@ func (x *CookieAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CookieAuth.ProtoReflect.Descriptor instead.
 func (*CookieAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{14}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CookieAuth) GetCookies() []*Cookie {
@@ -1752,9 +1919,12 @@ func (x *CookieAuth) GetCookies() []*Cookie {
 	return nil
 }
 
+// Cookie is one cookie; domain defaults to the first matching domain of the
+// binding that names it.
 type Cookie struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Secret.
 	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
 	Domain        string                 `protobuf:"bytes,3,opt,name=domain,proto3" json:"domain,omitempty"`
 	Path          string                 `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
@@ -1767,7 +1937,7 @@ type Cookie struct {
 
 func (x *Cookie) Reset() {
 	*x = Cookie{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[15]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +1949,7 @@ func (x *Cookie) String() string {
 func (*Cookie) ProtoMessage() {}
 
 func (x *Cookie) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[15]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +1962,7 @@ func (x *Cookie) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cookie.ProtoReflect.Descriptor instead.
 func (*Cookie) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{15}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Cookie) GetName() string {
@@ -1847,7 +2017,8 @@ func (x *Cookie) GetExpires() *timestamppb.Timestamp {
 type LocalStorageAuth struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Origin whose storage receives the entries, e.g. "https://app.example.com".
-	Origin        string            `protobuf:"bytes,1,opt,name=origin,proto3" json:"origin,omitempty"`
+	Origin string `protobuf:"bytes,1,opt,name=origin,proto3" json:"origin,omitempty"`
+	// Secret values.
 	Entries       map[string]string `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1855,7 +2026,7 @@ type LocalStorageAuth struct {
 
 func (x *LocalStorageAuth) Reset() {
 	*x = LocalStorageAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[16]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +2038,7 @@ func (x *LocalStorageAuth) String() string {
 func (*LocalStorageAuth) ProtoMessage() {}
 
 func (x *LocalStorageAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[16]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2051,7 @@ func (x *LocalStorageAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalStorageAuth.ProtoReflect.Descriptor instead.
 func (*LocalStorageAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{16}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *LocalStorageAuth) GetOrigin() string {
@@ -1911,7 +2082,7 @@ type AuthCallback struct {
 
 func (x *AuthCallback) Reset() {
 	*x = AuthCallback{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[17]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1923,7 +2094,7 @@ func (x *AuthCallback) String() string {
 func (*AuthCallback) ProtoMessage() {}
 
 func (x *AuthCallback) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[17]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1936,7 +2107,7 @@ func (x *AuthCallback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthCallback.ProtoReflect.Descriptor instead.
 func (*AuthCallback) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{17}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AuthCallback) GetCallback() isAuthCallback_Callback {
@@ -1982,15 +2153,18 @@ func (*AuthCallback_Webhook) isAuthCallback_Callback() {}
 
 // LoginScript is a declarative login flow.
 type LoginScript struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Steps         []*LoginStep           `protobuf:"bytes,1,rep,name=steps,proto3" json:"steps,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Steps []*LoginStep           `protobuf:"bytes,1,rep,name=steps,proto3" json:"steps,omitempty"`
+	// Stored credential whose fields secret_ref names. Default: the
+	// binding's credential.
+	Credential    string `protobuf:"bytes,2,opt,name=credential,proto3" json:"credential,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LoginScript) Reset() {
 	*x = LoginScript{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[18]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2002,7 +2176,7 @@ func (x *LoginScript) String() string {
 func (*LoginScript) ProtoMessage() {}
 
 func (x *LoginScript) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[18]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2015,7 +2189,7 @@ func (x *LoginScript) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginScript.ProtoReflect.Descriptor instead.
 func (*LoginScript) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{18}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LoginScript) GetSteps() []*LoginStep {
@@ -2025,14 +2199,25 @@ func (x *LoginScript) GetSteps() []*LoginStep {
 	return nil
 }
 
+func (x *LoginScript) GetCredential() string {
+	if x != nil {
+		return x.Credential
+	}
+	return ""
+}
+
+// LoginStep is one step of a LoginScript.
 type LoginStep struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "navigate", "fill", "click", "press", "wait_for".
-	Action   string `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
-	Url      string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Action string `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	// navigate: absolute http(s) URL.
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// fill, click, wait_for: CSS selector. press: optional element to focus.
 	Selector string `protobuf:"bytes,3,opt,name=selector,proto3" json:"selector,omitempty"`
-	Value    string `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
-	// Name of a credential field whose value is used instead of value.
+	// fill: the text; press: the key ("Enter").
+	Value string `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	// fill: name of a credential field whose value is used instead of value.
 	SecretRef     string `protobuf:"bytes,5,opt,name=secret_ref,json=secretRef,proto3" json:"secret_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2040,7 +2225,7 @@ type LoginStep struct {
 
 func (x *LoginStep) Reset() {
 	*x = LoginStep{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[19]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2052,7 +2237,7 @@ func (x *LoginStep) String() string {
 func (*LoginStep) ProtoMessage() {}
 
 func (x *LoginStep) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[19]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2065,7 +2250,7 @@ func (x *LoginStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginStep.ProtoReflect.Descriptor instead.
 func (*LoginStep) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{19}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LoginStep) GetAction() string {
@@ -2106,17 +2291,19 @@ func (x *LoginStep) GetSecretRef() string {
 // CallbackWebhook receives a short-lived CDP endpoint for the run's browser
 // context and answers when the login is done.
 type CallbackWebhook struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Url           string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
-	Headers       map[string]string      `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Timeout       *durationpb.Duration   `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Url   string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// Secret values.
+	Headers map[string]string `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// How long the login may take, 1s-5m. Default 60s.
+	Timeout       *durationpb.Duration `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallbackWebhook) Reset() {
 	*x = CallbackWebhook{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[20]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2128,7 +2315,7 @@ func (x *CallbackWebhook) String() string {
 func (*CallbackWebhook) ProtoMessage() {}
 
 func (x *CallbackWebhook) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[20]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2141,7 +2328,7 @@ func (x *CallbackWebhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackWebhook.ProtoReflect.Descriptor instead.
 func (*CallbackWebhook) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{20}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CallbackWebhook) GetUrl() string {
@@ -2182,14 +2369,19 @@ type BrowserConfig struct {
 	ActionTimeout *durationpb.Duration `protobuf:"bytes,6,opt,name=action_timeout,json=actionTimeout,proto3" json:"action_timeout,omitempty"`
 	// Wall-clock limit for the whole run, 10s-6h. Default: the server's
 	// WAYFINDER_RUN_TIMEOUT.
-	RunTimeout    *durationpb.Duration `protobuf:"bytes,7,opt,name=run_timeout,json=runTimeout,proto3" json:"run_timeout,omitempty"`
+	RunTimeout *durationpb.Duration `protobuf:"bytes,7,opt,name=run_timeout,json=runTimeout,proto3" json:"run_timeout,omitempty"`
+	// Name of a persistent profile ([a-z0-9_.-]{1,63}) of the tenant: its
+	// cookies and localStorage are restored when the run starts and saved,
+	// encrypted, when it ends. Default none: the context's cookies and
+	// storage are discarded at run end.
+	Profile       string `protobuf:"bytes,8,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BrowserConfig) Reset() {
 	*x = BrowserConfig{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[21]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2201,7 +2393,7 @@ func (x *BrowserConfig) String() string {
 func (*BrowserConfig) ProtoMessage() {}
 
 func (x *BrowserConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[21]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2214,7 +2406,7 @@ func (x *BrowserConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrowserConfig.ProtoReflect.Descriptor instead.
 func (*BrowserConfig) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{21}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BrowserConfig) GetViewport() *Viewport {
@@ -2266,6 +2458,13 @@ func (x *BrowserConfig) GetRunTimeout() *durationpb.Duration {
 	return nil
 }
 
+func (x *BrowserConfig) GetProfile() string {
+	if x != nil {
+		return x.Profile
+	}
+	return ""
+}
+
 type Viewport struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 200-4096 pixels.
@@ -2278,7 +2477,7 @@ type Viewport struct {
 
 func (x *Viewport) Reset() {
 	*x = Viewport{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[22]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2290,7 +2489,7 @@ func (x *Viewport) String() string {
 func (*Viewport) ProtoMessage() {}
 
 func (x *Viewport) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[22]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2303,7 +2502,7 @@ func (x *Viewport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Viewport.ProtoReflect.Descriptor instead.
 func (*Viewport) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{22}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Viewport) GetWidth() int32 {
@@ -2355,14 +2554,16 @@ type Run struct {
 	Usage *Usage `protobuf:"bytes,17,opt,name=usage,proto3" json:"usage,omitempty"`
 	// The account of the outcome: the model's reason with complete_task, or
 	// the judge's.
-	Summary       string `protobuf:"bytes,18,opt,name=summary,proto3" json:"summary,omitempty"`
+	Summary string `protobuf:"bytes,18,opt,name=summary,proto3" json:"summary,omitempty"`
+	// The tenant that owns the run.
+	TenantId      string `protobuf:"bytes,19,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[23]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2374,7 +2575,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[23]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2387,7 +2588,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{23}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Run) GetId() string {
@@ -2516,6 +2717,13 @@ func (x *Run) GetSummary() string {
 	return ""
 }
 
+func (x *Run) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
 // Usage counts model tokens and their cost.
 type Usage struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
@@ -2534,7 +2742,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2546,7 +2754,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2559,7 +2767,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{24}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -2610,7 +2818,7 @@ type StepTimings struct {
 
 func (x *StepTimings) Reset() {
 	*x = StepTimings{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2622,7 +2830,7 @@ func (x *StepTimings) String() string {
 func (*StepTimings) ProtoMessage() {}
 
 func (x *StepTimings) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2635,7 +2843,7 @@ func (x *StepTimings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepTimings.ProtoReflect.Descriptor instead.
 func (*StepTimings) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{25}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StepTimings) GetSnapshot() *durationpb.Duration {
@@ -2679,7 +2887,7 @@ type RunError struct {
 
 func (x *RunError) Reset() {
 	*x = RunError{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2691,7 +2899,7 @@ func (x *RunError) String() string {
 func (*RunError) ProtoMessage() {}
 
 func (x *RunError) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2704,7 +2912,7 @@ func (x *RunError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunError.ProtoReflect.Descriptor instead.
 func (*RunError) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{26}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RunError) GetCategory() ErrorCategory {
@@ -2746,7 +2954,7 @@ type JudgeVerdict struct {
 
 func (x *JudgeVerdict) Reset() {
 	*x = JudgeVerdict{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2758,7 +2966,7 @@ func (x *JudgeVerdict) String() string {
 func (*JudgeVerdict) ProtoMessage() {}
 
 func (x *JudgeVerdict) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2771,7 +2979,7 @@ func (x *JudgeVerdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeVerdict.ProtoReflect.Descriptor instead.
 func (*JudgeVerdict) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{27}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *JudgeVerdict) GetDone() bool {
@@ -2857,7 +3065,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2869,7 +3077,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2882,7 +3090,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{28}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Step) GetRunId() string {
@@ -3019,7 +3227,7 @@ type PromptRun struct {
 
 func (x *PromptRun) Reset() {
 	*x = PromptRun{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3031,7 +3239,7 @@ func (x *PromptRun) String() string {
 func (*PromptRun) ProtoMessage() {}
 
 func (x *PromptRun) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3044,7 +3252,7 @@ func (x *PromptRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRun.ProtoReflect.Descriptor instead.
 func (*PromptRun) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{29}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PromptRun) GetId() string {
@@ -3151,7 +3359,7 @@ type ToolEvent struct {
 
 func (x *ToolEvent) Reset() {
 	*x = ToolEvent{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3371,7 @@ func (x *ToolEvent) String() string {
 func (*ToolEvent) ProtoMessage() {}
 
 func (x *ToolEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3384,7 @@ func (x *ToolEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolEvent.ProtoReflect.Descriptor instead.
 func (*ToolEvent) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{30}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ToolEvent) GetStepNumber() int32 {
@@ -3220,7 +3428,7 @@ type BlockedRequest struct {
 
 func (x *BlockedRequest) Reset() {
 	*x = BlockedRequest{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3232,7 +3440,7 @@ func (x *BlockedRequest) String() string {
 func (*BlockedRequest) ProtoMessage() {}
 
 func (x *BlockedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3245,7 +3453,7 @@ func (x *BlockedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockedRequest.ProtoReflect.Descriptor instead.
 func (*BlockedRequest) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{31}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BlockedRequest) GetTime() *timestamppb.Timestamp {
@@ -3312,7 +3520,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3324,7 +3532,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3337,7 +3545,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{32}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Action) GetTool() string {
@@ -3414,7 +3622,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3426,7 +3634,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3439,7 +3647,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{33}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RunEvent) GetRunId() string {
@@ -3563,7 +3771,7 @@ var File_wayfinder_v1_run_proto protoreflect.FileDescriptor
 
 const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\n" +
-	"\x16wayfinder/v1/run.proto\x12\fwayfinder.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa1\a\n" +
+	"\x16wayfinder/v1/run.proto\x12\fwayfinder.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\a\n" +
 	"\tRunParams\x12\x12\n" +
 	"\x04goal\x18\x01 \x01(\tR\x04goal\x12\x1b\n" +
 	"\tstart_url\x18\x02 \x01(\tR\bstartUrl\x12\x1f\n" +
@@ -3587,13 +3795,20 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"max_tokens\x18\x10 \x01(\x03R\tmaxTokens\x12*\n" +
 	"\x0emin_confidence\x18\x11 \x01(\x01H\x02R\rminConfidence\x88\x01\x01\x12(\n" +
-	"\x10actions_per_turn\x18\x12 \x01(\x05R\x0eactionsPerTurn\x1a9\n" +
+	"\x10actions_per_turn\x18\x12 \x01(\x05R\x0eactionsPerTurn\x12>\n" +
+	"\n" +
+	"governance\x18\x13 \x01(\v2\x1e.wayfinder.v1.GovernanceConfigR\n" +
+	"governance\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
 	"\t_headlessB\x1b\n" +
 	"\x19_screenshot_history_depthB\x11\n" +
-	"\x0f_min_confidence\"\xbb\x02\n" +
+	"\x0f_min_confidence\"\xac\x01\n" +
+	"\x10GovernanceConfig\x12,\n" +
+	"\x12respect_robots_txt\x18\x01 \x01(\bR\x10respectRobotsTxt\x123\n" +
+	"\x16max_actions_per_minute\x18\x02 \x01(\x05R\x13maxActionsPerMinute\x125\n" +
+	"\aconsent\x18\x03 \x01(\x0e2\x1b.wayfinder.v1.ConsentPolicyR\aconsent\"\xbb\x02\n" +
 	"\rModelSettings\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x19\n" +
@@ -3703,9 +3918,12 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x06script\x18\x01 \x01(\v2\x19.wayfinder.v1.LoginScriptH\x00R\x06script\x129\n" +
 	"\awebhook\x18\x02 \x01(\v2\x1d.wayfinder.v1.CallbackWebhookH\x00R\awebhookB\n" +
 	"\n" +
-	"\bcallback\"<\n" +
+	"\bcallback\"\\\n" +
 	"\vLoginScript\x12-\n" +
-	"\x05steps\x18\x01 \x03(\v2\x17.wayfinder.v1.LoginStepR\x05steps\"\x86\x01\n" +
+	"\x05steps\x18\x01 \x03(\v2\x17.wayfinder.v1.LoginStepR\x05steps\x12\x1e\n" +
+	"\n" +
+	"credential\x18\x02 \x01(\tR\n" +
+	"credential\"\x86\x01\n" +
 	"\tLoginStep\x12\x16\n" +
 	"\x06action\x18\x01 \x01(\tR\x06action\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x1a\n" +
@@ -3719,7 +3937,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xde\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf8\x02\n" +
 	"\rBrowserConfig\x122\n" +
 	"\bviewport\x18\x01 \x01(\v2\x16.wayfinder.v1.ViewportR\bviewport\x12\x1d\n" +
 	"\n" +
@@ -3729,10 +3947,11 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x12navigation_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x11navigationTimeout\x12@\n" +
 	"\x0eaction_timeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\ractionTimeout\x12:\n" +
 	"\vrun_timeout\x18\a \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"runTimeout\"8\n" +
+	"runTimeout\x12\x18\n" +
+	"\aprofile\x18\b \x01(\tR\aprofile\"8\n" +
 	"\bViewport\x12\x14\n" +
 	"\x05width\x18\x01 \x01(\x05R\x05width\x12\x16\n" +
-	"\x06height\x18\x02 \x01(\x05R\x06height\"\x81\x06\n" +
+	"\x06height\x18\x02 \x01(\x05R\x06height\"\x9e\x06\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12/\n" +
 	"\x06params\x18\x02 \x01(\v2\x17.wayfinder.v1.RunParamsR\x06params\x12/\n" +
@@ -3756,7 +3975,8 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x13last_event_sequence\x18\x0f \x01(\x03R\x11lastEventSequence\x12\x1b\n" +
 	"\tfinal_url\x18\x10 \x01(\tR\bfinalUrl\x12)\n" +
 	"\x05usage\x18\x11 \x01(\v2\x13.wayfinder.v1.UsageR\x05usage\x12\x18\n" +
-	"\asummary\x18\x12 \x01(\tR\asummary\"\xbb\x01\n" +
+	"\asummary\x18\x12 \x01(\tR\asummary\x12\x1b\n" +
+	"\ttenant_id\x18\x13 \x01(\tR\btenantId\"\xbb\x01\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12.\n" +
@@ -3878,7 +4098,13 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x1aERROR_CATEGORY_WORKER_LOST\x10\v\x12#\n" +
 	"\x1fERROR_CATEGORY_NAVIGATION_ERROR\x10\f\x12\x1b\n" +
 	"\x17ERROR_CATEGORY_INTERNAL\x10\r\x12\"\n" +
-	"\x1eERROR_CATEGORY_BUDGET_EXCEEDED\x10\x0e*\x80\x01\n" +
+	"\x1eERROR_CATEGORY_BUDGET_EXCEEDED\x10\x0e*\x95\x01\n" +
+	"\rConsentPolicy\x12\x1e\n" +
+	"\x1aCONSENT_POLICY_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14CONSENT_POLICY_MODEL\x10\x01\x12\x17\n" +
+	"\x13CONSENT_POLICY_AUTO\x10\x02\x12\x19\n" +
+	"\x15CONSENT_POLICY_REJECT\x10\x03\x12\x16\n" +
+	"\x12CONSENT_POLICY_ASK\x10\x04*\x80\x01\n" +
 	"\rJudgeStrategy\x12\x1e\n" +
 	"\x1aJUDGE_STRATEGY_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15JUDGE_STRATEGY_HYBRID\x10\x01\x12\x16\n" +
@@ -3887,7 +4113,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x11BasicAuthStrategy\x12#\n" +
 	"\x1fBASIC_AUTH_STRATEGY_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fBASIC_AUTH_STRATEGY_HTTP_HEADER\x10\x01\x12\"\n" +
-	"\x1eBASIC_AUTH_STRATEGY_FORM_LOGIN\x10\x02*\xb6\x03\n" +
+	"\x1eBASIC_AUTH_STRATEGY_FORM_LOGIN\x10\x02*\xf2\x03\n" +
 	"\fRunEventType\x12\x1e\n" +
 	"\x1aRUN_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15RUN_EVENT_TYPE_QUEUED\x10\x01\x12\x1a\n" +
@@ -3902,7 +4128,9 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x1fRUN_EVENT_TYPE_CANCEL_REQUESTED\x10\n" +
 	"\x12\x1b\n" +
 	"\x17RUN_EVENT_TYPE_REQUEUED\x10\v\x12\x1b\n" +
-	"\x17RUN_EVENT_TYPE_FINISHED\x10\fBAZ?github.com/wayfinder/wayfinder/api/gen/wayfinder/v1;wayfinderv1b\x06proto3"
+	"\x17RUN_EVENT_TYPE_FINISHED\x10\f\x12\x1f\n" +
+	"\x1bRUN_EVENT_TYPE_AUTH_APPLIED\x10\r\x12\x19\n" +
+	"\x15RUN_EVENT_TYPE_POLICY\x10\x0eBAZ?github.com/wayfinder/wayfinder/api/gen/wayfinder/v1;wayfinderv1b\x06proto3"
 
 var (
 	file_wayfinder_v1_run_proto_rawDescOnce sync.Once
@@ -3916,139 +4144,143 @@ func file_wayfinder_v1_run_proto_rawDescGZIP() []byte {
 	return file_wayfinder_v1_run_proto_rawDescData
 }
 
-var file_wayfinder_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_wayfinder_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_wayfinder_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_wayfinder_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_wayfinder_v1_run_proto_goTypes = []any{
 	(RunStatus)(0),                 // 0: wayfinder.v1.RunStatus
 	(ErrorCategory)(0),             // 1: wayfinder.v1.ErrorCategory
-	(JudgeStrategy)(0),             // 2: wayfinder.v1.JudgeStrategy
-	(BasicAuthStrategy)(0),         // 3: wayfinder.v1.BasicAuthStrategy
-	(RunEventType)(0),              // 4: wayfinder.v1.RunEventType
-	(*RunParams)(nil),              // 5: wayfinder.v1.RunParams
-	(*ModelSettings)(nil),          // 6: wayfinder.v1.ModelSettings
-	(*JudgeSettings)(nil),          // 7: wayfinder.v1.JudgeSettings
-	(*JudgeFrequency)(nil),         // 8: wayfinder.v1.JudgeFrequency
-	(*ToolDefinition)(nil),         // 9: wayfinder.v1.ToolDefinition
-	(*WebhookTool)(nil),            // 10: wayfinder.v1.WebhookTool
-	(*McpTool)(nil),                // 11: wayfinder.v1.McpTool
-	(*PromptRunner)(nil),           // 12: wayfinder.v1.PromptRunner
-	(*AuthConfig)(nil),             // 13: wayfinder.v1.AuthConfig
-	(*DomainAuthBinding)(nil),      // 14: wayfinder.v1.DomainAuthBinding
-	(*BasicAuth)(nil),              // 15: wayfinder.v1.BasicAuth
-	(*BearerAuth)(nil),             // 16: wayfinder.v1.BearerAuth
-	(*ApiKeyAuth)(nil),             // 17: wayfinder.v1.ApiKeyAuth
-	(*OAuthClientCredentials)(nil), // 18: wayfinder.v1.OAuthClientCredentials
-	(*CookieAuth)(nil),             // 19: wayfinder.v1.CookieAuth
-	(*Cookie)(nil),                 // 20: wayfinder.v1.Cookie
-	(*LocalStorageAuth)(nil),       // 21: wayfinder.v1.LocalStorageAuth
-	(*AuthCallback)(nil),           // 22: wayfinder.v1.AuthCallback
-	(*LoginScript)(nil),            // 23: wayfinder.v1.LoginScript
-	(*LoginStep)(nil),              // 24: wayfinder.v1.LoginStep
-	(*CallbackWebhook)(nil),        // 25: wayfinder.v1.CallbackWebhook
-	(*BrowserConfig)(nil),          // 26: wayfinder.v1.BrowserConfig
-	(*Viewport)(nil),               // 27: wayfinder.v1.Viewport
-	(*Run)(nil),                    // 28: wayfinder.v1.Run
-	(*Usage)(nil),                  // 29: wayfinder.v1.Usage
-	(*StepTimings)(nil),            // 30: wayfinder.v1.StepTimings
-	(*RunError)(nil),               // 31: wayfinder.v1.RunError
-	(*JudgeVerdict)(nil),           // 32: wayfinder.v1.JudgeVerdict
-	(*Step)(nil),                   // 33: wayfinder.v1.Step
-	(*PromptRun)(nil),              // 34: wayfinder.v1.PromptRun
-	(*ToolEvent)(nil),              // 35: wayfinder.v1.ToolEvent
-	(*BlockedRequest)(nil),         // 36: wayfinder.v1.BlockedRequest
-	(*Action)(nil),                 // 37: wayfinder.v1.Action
-	(*RunEvent)(nil),               // 38: wayfinder.v1.RunEvent
-	nil,                            // 39: wayfinder.v1.RunParams.LabelsEntry
-	nil,                            // 40: wayfinder.v1.WebhookTool.HeadersEntry
-	nil,                            // 41: wayfinder.v1.PromptRunner.HeadersEntry
-	nil,                            // 42: wayfinder.v1.LocalStorageAuth.EntriesEntry
-	nil,                            // 43: wayfinder.v1.CallbackWebhook.HeadersEntry
-	(*structpb.Struct)(nil),        // 44: google.protobuf.Struct
-	(*durationpb.Duration)(nil),    // 45: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 46: google.protobuf.Timestamp
+	(ConsentPolicy)(0),             // 2: wayfinder.v1.ConsentPolicy
+	(JudgeStrategy)(0),             // 3: wayfinder.v1.JudgeStrategy
+	(BasicAuthStrategy)(0),         // 4: wayfinder.v1.BasicAuthStrategy
+	(RunEventType)(0),              // 5: wayfinder.v1.RunEventType
+	(*RunParams)(nil),              // 6: wayfinder.v1.RunParams
+	(*GovernanceConfig)(nil),       // 7: wayfinder.v1.GovernanceConfig
+	(*ModelSettings)(nil),          // 8: wayfinder.v1.ModelSettings
+	(*JudgeSettings)(nil),          // 9: wayfinder.v1.JudgeSettings
+	(*JudgeFrequency)(nil),         // 10: wayfinder.v1.JudgeFrequency
+	(*ToolDefinition)(nil),         // 11: wayfinder.v1.ToolDefinition
+	(*WebhookTool)(nil),            // 12: wayfinder.v1.WebhookTool
+	(*McpTool)(nil),                // 13: wayfinder.v1.McpTool
+	(*PromptRunner)(nil),           // 14: wayfinder.v1.PromptRunner
+	(*AuthConfig)(nil),             // 15: wayfinder.v1.AuthConfig
+	(*DomainAuthBinding)(nil),      // 16: wayfinder.v1.DomainAuthBinding
+	(*BasicAuth)(nil),              // 17: wayfinder.v1.BasicAuth
+	(*BearerAuth)(nil),             // 18: wayfinder.v1.BearerAuth
+	(*ApiKeyAuth)(nil),             // 19: wayfinder.v1.ApiKeyAuth
+	(*OAuthClientCredentials)(nil), // 20: wayfinder.v1.OAuthClientCredentials
+	(*CookieAuth)(nil),             // 21: wayfinder.v1.CookieAuth
+	(*Cookie)(nil),                 // 22: wayfinder.v1.Cookie
+	(*LocalStorageAuth)(nil),       // 23: wayfinder.v1.LocalStorageAuth
+	(*AuthCallback)(nil),           // 24: wayfinder.v1.AuthCallback
+	(*LoginScript)(nil),            // 25: wayfinder.v1.LoginScript
+	(*LoginStep)(nil),              // 26: wayfinder.v1.LoginStep
+	(*CallbackWebhook)(nil),        // 27: wayfinder.v1.CallbackWebhook
+	(*BrowserConfig)(nil),          // 28: wayfinder.v1.BrowserConfig
+	(*Viewport)(nil),               // 29: wayfinder.v1.Viewport
+	(*Run)(nil),                    // 30: wayfinder.v1.Run
+	(*Usage)(nil),                  // 31: wayfinder.v1.Usage
+	(*StepTimings)(nil),            // 32: wayfinder.v1.StepTimings
+	(*RunError)(nil),               // 33: wayfinder.v1.RunError
+	(*JudgeVerdict)(nil),           // 34: wayfinder.v1.JudgeVerdict
+	(*Step)(nil),                   // 35: wayfinder.v1.Step
+	(*PromptRun)(nil),              // 36: wayfinder.v1.PromptRun
+	(*ToolEvent)(nil),              // 37: wayfinder.v1.ToolEvent
+	(*BlockedRequest)(nil),         // 38: wayfinder.v1.BlockedRequest
+	(*Action)(nil),                 // 39: wayfinder.v1.Action
+	(*RunEvent)(nil),               // 40: wayfinder.v1.RunEvent
+	nil,                            // 41: wayfinder.v1.RunParams.LabelsEntry
+	nil,                            // 42: wayfinder.v1.WebhookTool.HeadersEntry
+	nil,                            // 43: wayfinder.v1.PromptRunner.HeadersEntry
+	nil,                            // 44: wayfinder.v1.LocalStorageAuth.EntriesEntry
+	nil,                            // 45: wayfinder.v1.CallbackWebhook.HeadersEntry
+	(*structpb.Struct)(nil),        // 46: google.protobuf.Struct
+	(*durationpb.Duration)(nil),    // 47: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 48: google.protobuf.Timestamp
 }
 var file_wayfinder_v1_run_proto_depIdxs = []int32{
-	6,  // 0: wayfinder.v1.RunParams.controller:type_name -> wayfinder.v1.ModelSettings
-	7,  // 1: wayfinder.v1.RunParams.judge:type_name -> wayfinder.v1.JudgeSettings
-	9,  // 2: wayfinder.v1.RunParams.tools:type_name -> wayfinder.v1.ToolDefinition
-	13, // 3: wayfinder.v1.RunParams.auth:type_name -> wayfinder.v1.AuthConfig
-	26, // 4: wayfinder.v1.RunParams.browser:type_name -> wayfinder.v1.BrowserConfig
-	39, // 5: wayfinder.v1.RunParams.labels:type_name -> wayfinder.v1.RunParams.LabelsEntry
-	12, // 6: wayfinder.v1.RunParams.prompt_runner:type_name -> wayfinder.v1.PromptRunner
-	2,  // 7: wayfinder.v1.JudgeSettings.strategy:type_name -> wayfinder.v1.JudgeStrategy
-	8,  // 8: wayfinder.v1.JudgeSettings.frequency:type_name -> wayfinder.v1.JudgeFrequency
-	6,  // 9: wayfinder.v1.JudgeSettings.model:type_name -> wayfinder.v1.ModelSettings
-	44, // 10: wayfinder.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
-	44, // 11: wayfinder.v1.ToolDefinition.output_schema:type_name -> google.protobuf.Struct
-	10, // 12: wayfinder.v1.ToolDefinition.webhook:type_name -> wayfinder.v1.WebhookTool
-	11, // 13: wayfinder.v1.ToolDefinition.mcp:type_name -> wayfinder.v1.McpTool
-	40, // 14: wayfinder.v1.WebhookTool.headers:type_name -> wayfinder.v1.WebhookTool.HeadersEntry
-	45, // 15: wayfinder.v1.WebhookTool.timeout:type_name -> google.protobuf.Duration
-	41, // 16: wayfinder.v1.PromptRunner.headers:type_name -> wayfinder.v1.PromptRunner.HeadersEntry
-	14, // 17: wayfinder.v1.AuthConfig.bindings:type_name -> wayfinder.v1.DomainAuthBinding
-	22, // 18: wayfinder.v1.AuthConfig.global_callback:type_name -> wayfinder.v1.AuthCallback
-	15, // 19: wayfinder.v1.DomainAuthBinding.basic:type_name -> wayfinder.v1.BasicAuth
-	16, // 20: wayfinder.v1.DomainAuthBinding.bearer:type_name -> wayfinder.v1.BearerAuth
-	17, // 21: wayfinder.v1.DomainAuthBinding.api_key:type_name -> wayfinder.v1.ApiKeyAuth
-	18, // 22: wayfinder.v1.DomainAuthBinding.oauth_client_credentials:type_name -> wayfinder.v1.OAuthClientCredentials
-	19, // 23: wayfinder.v1.DomainAuthBinding.cookie:type_name -> wayfinder.v1.CookieAuth
-	21, // 24: wayfinder.v1.DomainAuthBinding.local_storage:type_name -> wayfinder.v1.LocalStorageAuth
-	22, // 25: wayfinder.v1.DomainAuthBinding.custom_callback:type_name -> wayfinder.v1.AuthCallback
-	3,  // 26: wayfinder.v1.BasicAuth.strategy:type_name -> wayfinder.v1.BasicAuthStrategy
-	20, // 27: wayfinder.v1.CookieAuth.cookies:type_name -> wayfinder.v1.Cookie
-	46, // 28: wayfinder.v1.Cookie.expires:type_name -> google.protobuf.Timestamp
-	42, // 29: wayfinder.v1.LocalStorageAuth.entries:type_name -> wayfinder.v1.LocalStorageAuth.EntriesEntry
-	23, // 30: wayfinder.v1.AuthCallback.script:type_name -> wayfinder.v1.LoginScript
-	25, // 31: wayfinder.v1.AuthCallback.webhook:type_name -> wayfinder.v1.CallbackWebhook
-	24, // 32: wayfinder.v1.LoginScript.steps:type_name -> wayfinder.v1.LoginStep
-	43, // 33: wayfinder.v1.CallbackWebhook.headers:type_name -> wayfinder.v1.CallbackWebhook.HeadersEntry
-	45, // 34: wayfinder.v1.CallbackWebhook.timeout:type_name -> google.protobuf.Duration
-	27, // 35: wayfinder.v1.BrowserConfig.viewport:type_name -> wayfinder.v1.Viewport
-	45, // 36: wayfinder.v1.BrowserConfig.navigation_timeout:type_name -> google.protobuf.Duration
-	45, // 37: wayfinder.v1.BrowserConfig.action_timeout:type_name -> google.protobuf.Duration
-	45, // 38: wayfinder.v1.BrowserConfig.run_timeout:type_name -> google.protobuf.Duration
-	5,  // 39: wayfinder.v1.Run.params:type_name -> wayfinder.v1.RunParams
-	0,  // 40: wayfinder.v1.Run.status:type_name -> wayfinder.v1.RunStatus
-	46, // 41: wayfinder.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	46, // 42: wayfinder.v1.Run.start_time:type_name -> google.protobuf.Timestamp
-	46, // 43: wayfinder.v1.Run.end_time:type_name -> google.protobuf.Timestamp
-	31, // 44: wayfinder.v1.Run.error:type_name -> wayfinder.v1.RunError
-	32, // 45: wayfinder.v1.Run.final_verdict:type_name -> wayfinder.v1.JudgeVerdict
-	29, // 46: wayfinder.v1.Run.usage:type_name -> wayfinder.v1.Usage
-	45, // 47: wayfinder.v1.StepTimings.snapshot:type_name -> google.protobuf.Duration
-	45, // 48: wayfinder.v1.StepTimings.model:type_name -> google.protobuf.Duration
-	45, // 49: wayfinder.v1.StepTimings.action:type_name -> google.protobuf.Duration
-	45, // 50: wayfinder.v1.StepTimings.judge:type_name -> google.protobuf.Duration
-	1,  // 51: wayfinder.v1.RunError.category:type_name -> wayfinder.v1.ErrorCategory
-	46, // 52: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
-	46, // 53: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
-	37, // 54: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
-	32, // 55: wayfinder.v1.Step.verdict:type_name -> wayfinder.v1.JudgeVerdict
-	31, // 56: wayfinder.v1.Step.error:type_name -> wayfinder.v1.RunError
-	36, // 57: wayfinder.v1.Step.blocked_requests:type_name -> wayfinder.v1.BlockedRequest
-	30, // 58: wayfinder.v1.Step.timings:type_name -> wayfinder.v1.StepTimings
-	29, // 59: wayfinder.v1.Step.usage:type_name -> wayfinder.v1.Usage
-	44, // 60: wayfinder.v1.PromptRun.request:type_name -> google.protobuf.Struct
-	44, // 61: wayfinder.v1.PromptRun.response:type_name -> google.protobuf.Struct
-	29, // 62: wayfinder.v1.PromptRun.usage:type_name -> wayfinder.v1.Usage
-	46, // 63: wayfinder.v1.PromptRun.start_time:type_name -> google.protobuf.Timestamp
-	45, // 64: wayfinder.v1.PromptRun.latency:type_name -> google.protobuf.Duration
-	46, // 65: wayfinder.v1.BlockedRequest.time:type_name -> google.protobuf.Timestamp
-	44, // 66: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
-	45, // 67: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
-	44, // 68: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
-	46, // 69: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
-	4,  // 70: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
-	0,  // 71: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
-	33, // 72: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
-	28, // 73: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
-	35, // 74: wayfinder.v1.RunEvent.tool:type_name -> wayfinder.v1.ToolEvent
-	32, // 75: wayfinder.v1.RunEvent.verdict:type_name -> wayfinder.v1.JudgeVerdict
-	76, // [76:76] is the sub-list for method output_type
-	76, // [76:76] is the sub-list for method input_type
-	76, // [76:76] is the sub-list for extension type_name
-	76, // [76:76] is the sub-list for extension extendee
-	0,  // [0:76] is the sub-list for field type_name
+	8,  // 0: wayfinder.v1.RunParams.controller:type_name -> wayfinder.v1.ModelSettings
+	9,  // 1: wayfinder.v1.RunParams.judge:type_name -> wayfinder.v1.JudgeSettings
+	11, // 2: wayfinder.v1.RunParams.tools:type_name -> wayfinder.v1.ToolDefinition
+	15, // 3: wayfinder.v1.RunParams.auth:type_name -> wayfinder.v1.AuthConfig
+	28, // 4: wayfinder.v1.RunParams.browser:type_name -> wayfinder.v1.BrowserConfig
+	41, // 5: wayfinder.v1.RunParams.labels:type_name -> wayfinder.v1.RunParams.LabelsEntry
+	14, // 6: wayfinder.v1.RunParams.prompt_runner:type_name -> wayfinder.v1.PromptRunner
+	7,  // 7: wayfinder.v1.RunParams.governance:type_name -> wayfinder.v1.GovernanceConfig
+	2,  // 8: wayfinder.v1.GovernanceConfig.consent:type_name -> wayfinder.v1.ConsentPolicy
+	3,  // 9: wayfinder.v1.JudgeSettings.strategy:type_name -> wayfinder.v1.JudgeStrategy
+	10, // 10: wayfinder.v1.JudgeSettings.frequency:type_name -> wayfinder.v1.JudgeFrequency
+	8,  // 11: wayfinder.v1.JudgeSettings.model:type_name -> wayfinder.v1.ModelSettings
+	46, // 12: wayfinder.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
+	46, // 13: wayfinder.v1.ToolDefinition.output_schema:type_name -> google.protobuf.Struct
+	12, // 14: wayfinder.v1.ToolDefinition.webhook:type_name -> wayfinder.v1.WebhookTool
+	13, // 15: wayfinder.v1.ToolDefinition.mcp:type_name -> wayfinder.v1.McpTool
+	42, // 16: wayfinder.v1.WebhookTool.headers:type_name -> wayfinder.v1.WebhookTool.HeadersEntry
+	47, // 17: wayfinder.v1.WebhookTool.timeout:type_name -> google.protobuf.Duration
+	43, // 18: wayfinder.v1.PromptRunner.headers:type_name -> wayfinder.v1.PromptRunner.HeadersEntry
+	16, // 19: wayfinder.v1.AuthConfig.bindings:type_name -> wayfinder.v1.DomainAuthBinding
+	24, // 20: wayfinder.v1.AuthConfig.global_callback:type_name -> wayfinder.v1.AuthCallback
+	17, // 21: wayfinder.v1.DomainAuthBinding.basic:type_name -> wayfinder.v1.BasicAuth
+	18, // 22: wayfinder.v1.DomainAuthBinding.bearer:type_name -> wayfinder.v1.BearerAuth
+	19, // 23: wayfinder.v1.DomainAuthBinding.api_key:type_name -> wayfinder.v1.ApiKeyAuth
+	20, // 24: wayfinder.v1.DomainAuthBinding.oauth_client_credentials:type_name -> wayfinder.v1.OAuthClientCredentials
+	21, // 25: wayfinder.v1.DomainAuthBinding.cookie:type_name -> wayfinder.v1.CookieAuth
+	23, // 26: wayfinder.v1.DomainAuthBinding.local_storage:type_name -> wayfinder.v1.LocalStorageAuth
+	24, // 27: wayfinder.v1.DomainAuthBinding.custom_callback:type_name -> wayfinder.v1.AuthCallback
+	4,  // 28: wayfinder.v1.BasicAuth.strategy:type_name -> wayfinder.v1.BasicAuthStrategy
+	22, // 29: wayfinder.v1.CookieAuth.cookies:type_name -> wayfinder.v1.Cookie
+	48, // 30: wayfinder.v1.Cookie.expires:type_name -> google.protobuf.Timestamp
+	44, // 31: wayfinder.v1.LocalStorageAuth.entries:type_name -> wayfinder.v1.LocalStorageAuth.EntriesEntry
+	25, // 32: wayfinder.v1.AuthCallback.script:type_name -> wayfinder.v1.LoginScript
+	27, // 33: wayfinder.v1.AuthCallback.webhook:type_name -> wayfinder.v1.CallbackWebhook
+	26, // 34: wayfinder.v1.LoginScript.steps:type_name -> wayfinder.v1.LoginStep
+	45, // 35: wayfinder.v1.CallbackWebhook.headers:type_name -> wayfinder.v1.CallbackWebhook.HeadersEntry
+	47, // 36: wayfinder.v1.CallbackWebhook.timeout:type_name -> google.protobuf.Duration
+	29, // 37: wayfinder.v1.BrowserConfig.viewport:type_name -> wayfinder.v1.Viewport
+	47, // 38: wayfinder.v1.BrowserConfig.navigation_timeout:type_name -> google.protobuf.Duration
+	47, // 39: wayfinder.v1.BrowserConfig.action_timeout:type_name -> google.protobuf.Duration
+	47, // 40: wayfinder.v1.BrowserConfig.run_timeout:type_name -> google.protobuf.Duration
+	6,  // 41: wayfinder.v1.Run.params:type_name -> wayfinder.v1.RunParams
+	0,  // 42: wayfinder.v1.Run.status:type_name -> wayfinder.v1.RunStatus
+	48, // 43: wayfinder.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	48, // 44: wayfinder.v1.Run.start_time:type_name -> google.protobuf.Timestamp
+	48, // 45: wayfinder.v1.Run.end_time:type_name -> google.protobuf.Timestamp
+	33, // 46: wayfinder.v1.Run.error:type_name -> wayfinder.v1.RunError
+	34, // 47: wayfinder.v1.Run.final_verdict:type_name -> wayfinder.v1.JudgeVerdict
+	31, // 48: wayfinder.v1.Run.usage:type_name -> wayfinder.v1.Usage
+	47, // 49: wayfinder.v1.StepTimings.snapshot:type_name -> google.protobuf.Duration
+	47, // 50: wayfinder.v1.StepTimings.model:type_name -> google.protobuf.Duration
+	47, // 51: wayfinder.v1.StepTimings.action:type_name -> google.protobuf.Duration
+	47, // 52: wayfinder.v1.StepTimings.judge:type_name -> google.protobuf.Duration
+	1,  // 53: wayfinder.v1.RunError.category:type_name -> wayfinder.v1.ErrorCategory
+	48, // 54: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
+	48, // 55: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
+	39, // 56: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
+	34, // 57: wayfinder.v1.Step.verdict:type_name -> wayfinder.v1.JudgeVerdict
+	33, // 58: wayfinder.v1.Step.error:type_name -> wayfinder.v1.RunError
+	38, // 59: wayfinder.v1.Step.blocked_requests:type_name -> wayfinder.v1.BlockedRequest
+	32, // 60: wayfinder.v1.Step.timings:type_name -> wayfinder.v1.StepTimings
+	31, // 61: wayfinder.v1.Step.usage:type_name -> wayfinder.v1.Usage
+	46, // 62: wayfinder.v1.PromptRun.request:type_name -> google.protobuf.Struct
+	46, // 63: wayfinder.v1.PromptRun.response:type_name -> google.protobuf.Struct
+	31, // 64: wayfinder.v1.PromptRun.usage:type_name -> wayfinder.v1.Usage
+	48, // 65: wayfinder.v1.PromptRun.start_time:type_name -> google.protobuf.Timestamp
+	47, // 66: wayfinder.v1.PromptRun.latency:type_name -> google.protobuf.Duration
+	48, // 67: wayfinder.v1.BlockedRequest.time:type_name -> google.protobuf.Timestamp
+	46, // 68: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
+	47, // 69: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
+	46, // 70: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
+	48, // 71: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
+	5,  // 72: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
+	0,  // 73: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
+	35, // 74: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
+	30, // 75: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
+	37, // 76: wayfinder.v1.RunEvent.tool:type_name -> wayfinder.v1.ToolEvent
+	34, // 77: wayfinder.v1.RunEvent.verdict:type_name -> wayfinder.v1.JudgeVerdict
+	78, // [78:78] is the sub-list for method output_type
+	78, // [78:78] is the sub-list for method input_type
+	78, // [78:78] is the sub-list for extension type_name
+	78, // [78:78] is the sub-list for extension extendee
+	0,  // [0:78] is the sub-list for field type_name
 }
 
 func init() { file_wayfinder_v1_run_proto_init() }
@@ -4057,21 +4289,21 @@ func file_wayfinder_v1_run_proto_init() {
 		return
 	}
 	file_wayfinder_v1_run_proto_msgTypes[0].OneofWrappers = []any{}
-	file_wayfinder_v1_run_proto_msgTypes[1].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[2].OneofWrappers = []any{
 		(*ModelSettings_PromptText)(nil),
 		(*ModelSettings_PromptRef)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[3].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[4].OneofWrappers = []any{
 		(*JudgeFrequency_EveryStep)(nil),
 		(*JudgeFrequency_EveryNSteps)(nil),
 		(*JudgeFrequency_OnStagnation)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[4].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[5].OneofWrappers = []any{
 		(*ToolDefinition_Webhook)(nil),
 		(*ToolDefinition_CatalogRef)(nil),
 		(*ToolDefinition_Mcp)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[9].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[10].OneofWrappers = []any{
 		(*DomainAuthBinding_Basic)(nil),
 		(*DomainAuthBinding_Bearer)(nil),
 		(*DomainAuthBinding_ApiKey)(nil),
@@ -4080,11 +4312,11 @@ func file_wayfinder_v1_run_proto_init() {
 		(*DomainAuthBinding_LocalStorage)(nil),
 		(*DomainAuthBinding_CustomCallback)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[17].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[18].OneofWrappers = []any{
 		(*AuthCallback_Script)(nil),
 		(*AuthCallback_Webhook)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[33].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[34].OneofWrappers = []any{
 		(*RunEvent_Step)(nil),
 		(*RunEvent_Run)(nil),
 		(*RunEvent_Tool)(nil),
@@ -4095,8 +4327,8 @@ func file_wayfinder_v1_run_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfinder_v1_run_proto_rawDesc), len(file_wayfinder_v1_run_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   39,
+			NumEnums:      6,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
