@@ -111,6 +111,9 @@ type Params struct {
 	// Hooks are called around every browser action (auth, governance).
 	// Default none.
 	Hooks Hooks
+	// Secrets are the form-login values the model uses by placeholder.
+	// Default none.
+	Secrets []Secret
 }
 
 // JudgeStrategy selects how completion is decided (seed 000 §3.6).

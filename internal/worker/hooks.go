@@ -22,6 +22,13 @@ type runEnv struct {
 	// the browser context is released (while it is still alive, unless it
 	// crashed).
 	atEnd []func(ctx context.Context)
+	// secrets are the form-login values the model may use by placeholder
+	// (runner.Params.Secrets).
+	secrets []runner.Secret
+	// redact are further secret values (header tokens, cookie values,
+	// client secrets) that must never be shown or recorded even if a page
+	// echoes them.
+	redact []string
 }
 
 // event appends a run event; failures are logged, never fatal.
