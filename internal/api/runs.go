@@ -16,11 +16,14 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/events"
 	"github.com/wayfinder/wayfinder/internal/fault"
+	"github.com/wayfinder/wayfinder/internal/secrets"
 	"github.com/wayfinder/wayfinder/internal/store"
+	"github.com/wayfinder/wayfinder/internal/tenant"
 	"github.com/wayfinder/wayfinder/internal/worker"
 )
 
@@ -46,6 +49,8 @@ type Config struct {
 	// Models checks that a run's models can be built (provider known, key
 	// present, offline steps parse) before it is accepted.
 	Models *worker.Models
+	// Keyring seals the params of runs that carry secrets.
+	Keyring *secrets.Keyring
 }
 
 // RunService implements wayfinder.v1.RunService.
@@ -84,26 +89,53 @@ func (s *RunService) create(ctx context.Context, params *wfv1.RunParams, request
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, carrier)
 	timeout := params.GetBrowser().GetRunTimeout().AsDuration()
-	run, created, err := s.cfg.Store.CreateRun(ctx, store.NewRun{
-		RequestID: requestID, Params: params, TraceContext: carrier,
-	}, func(ctx context.Context, tx pgx.Tx, runID string) (int64, error) {
+	nr := store.NewRun{Tenant: tenant.ID(ctx), RequestID: requestID, Params: params, TraceContext: carrier}
+	if redacted, ok := RedactParams(params); ok {
+		// The record keeps the params redacted; the worker runs with the
+		// sealed original.
+		if s.cfg.Keyring == nil {
+			return nil, false, fmt.Errorf("the server has no encryption key for the run's secrets: %w", fault.ErrFailedPrecondition)
+		}
+		raw, err := protojson.Marshal(params)
+		if err != nil {
+			return nil, false, fmt.Errorf("encode run params: %w", err)
+		}
+		nr.Params = redacted
+		nr.Seal = func(runID string) ([]byte, error) {
+			return s.cfg.Keyring.Seal(raw, secrets.RunParamsAAD(runID)), nil
+		}
+	}
+	run, created, err := s.cfg.Store.CreateRun(ctx, nr, func(ctx context.Context, tx pgx.Tx, runID string) (int64, error) {
 		return s.cfg.Queue.EnqueueRunTx(ctx, tx, runID, timeout)
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	if created {
-		s.cfg.Logger.InfoContext(ctx, "run created", "run_id", run.Id, "start_url", params.StartUrl)
+		s.cfg.Logger.InfoContext(ctx, "run created", "run_id", run.Id, "tenant", nr.Tenant, "start_url", params.StartUrl)
 	}
 	return run, created, nil
 }
 
 // GetRun implements wayfinder.v1.RunService.
 func (s *RunService) GetRun(ctx context.Context, req *wfv1.GetRunRequest) (*wfv1.Run, error) {
-	if err := requireID("run_id", req.GetRunId()); err != nil {
+	return s.ownRun(ctx, req.GetRunId())
+}
+
+// ownRun returns the caller's run. Another tenant's run is NOT_FOUND,
+// exactly like a run that does not exist.
+func (s *RunService) ownRun(ctx context.Context, id string) (*wfv1.Run, error) {
+	if err := requireID("run_id", id); err != nil {
 		return nil, err
 	}
-	return s.cfg.Store.GetRun(ctx, req.GetRunId())
+	run, err := s.cfg.Store.GetRun(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if run.TenantId != tenant.ID(ctx) {
+		return nil, fmt.Errorf("run %q: %w", id, fault.ErrNotFound)
+	}
+	return run, nil
 }
 
 // ListRuns implements wayfinder.v1.RunService.
@@ -126,7 +158,7 @@ func (s *RunService) ListRuns(ctx context.Context, req *wfv1.ListRunsRequest) (*
 		return nil, err
 	}
 	runs, next, err := s.cfg.Store.ListRuns(ctx, store.ListRunsFilter{
-		Statuses: req.GetStatuses(), Labels: labels, PageSize: size, PageToken: req.GetPageToken(),
+		Tenant: tenant.ID(ctx), Statuses: req.GetStatuses(), Labels: labels, PageSize: size, PageToken: req.GetPageToken(),
 	})
 	if err != nil {
 		return nil, err
@@ -143,6 +175,9 @@ func (s *RunService) CancelRun(ctx context.Context, req *wfv1.CancelRunRequest) 
 		var v fault.Violations
 		v.Add("reason", "at most 1000 characters")
 		return nil, v.Err()
+	}
+	if _, err := s.ownRun(ctx, req.GetRunId()); err != nil {
+		return nil, err
 	}
 	run, err := s.cfg.Store.CancelRun(ctx, req.GetRunId(), req.GetReason(), s.cfg.Queue.CancelJobTx)
 	if err == nil {
@@ -165,7 +200,7 @@ func (s *RunService) StreamRunEvents(req *wfv1.StreamRunEventsRequest, stream gr
 	}
 	wake, unsubscribe := s.cfg.Hub.Subscribe(req.GetRunId())
 	defer unsubscribe()
-	run, err := s.cfg.Store.GetRun(ctx, req.GetRunId())
+	run, err := s.ownRun(ctx, req.GetRunId())
 	if err != nil {
 		return err
 	}
@@ -236,6 +271,9 @@ func (s *RunService) ListSteps(ctx context.Context, req *wfv1.ListStepsRequest) 
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
+	if _, err := s.ownRun(ctx, req.GetRunId()); err != nil {
+		return nil, err
+	}
 	steps, err := s.cfg.Store.ListSteps(ctx, req.GetRunId(), int32(after), size+1)
 	if err != nil {
 		return nil, err
@@ -264,6 +302,9 @@ func (s *RunService) ListPromptRuns(ctx context.Context, req *wfv1.ListPromptRun
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
+	if _, err := s.ownRun(ctx, req.GetRunId()); err != nil {
+		return nil, err
+	}
 	prs, next, err := s.cfg.Store.ListPromptRuns(ctx, req.GetRunId(), req.GetPageToken(), size)
 	if err != nil {
 		return nil, err
@@ -280,6 +321,9 @@ func (s *RunService) GetMedia(ctx context.Context, req *wfv1.GetMediaRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	if _, err := s.ownRun(ctx, m.RunID); err != nil {
+		return nil, fmt.Errorf("media %q: %w", req.GetMediaId(), fault.ErrNotFound)
+	}
 	return &httpbody.HttpBody{ContentType: m.ContentType, Data: m.Data}, nil
 }
 
@@ -287,10 +331,7 @@ func (s *RunService) GetMedia(ctx context.Context, req *wfv1.GetMediaRequest) (*
 // AWAITING_APPROVAL only at human checkpoints; any other status is a failed
 // precondition.
 func (s *RunService) SubmitApproval(ctx context.Context, req *wfv1.SubmitApprovalRequest) (*wfv1.Run, error) {
-	if err := requireID("run_id", req.GetRunId()); err != nil {
-		return nil, err
-	}
-	run, err := s.cfg.Store.GetRun(ctx, req.GetRunId())
+	run, err := s.ownRun(ctx, req.GetRunId())
 	if err != nil {
 		return nil, err
 	}

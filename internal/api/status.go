@@ -24,6 +24,9 @@ var statusTable = []struct {
 	{fault.ErrFailedPrecondition, codes.FailedPrecondition},
 	{fault.ErrUnimplemented, codes.Unimplemented},
 	{fault.ErrUnavailable, codes.Unavailable},
+	{fault.ErrAlreadyExists, codes.AlreadyExists},
+	{fault.ErrUnauthenticated, codes.Unauthenticated},
+	{fault.ErrPermissionDenied, codes.PermissionDenied},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 	{context.Canceled, codes.Canceled},
 }

@@ -64,7 +64,31 @@ type Config struct {
 	APIKeys map[string]string
 	// PricesFile is a JSON price table merged over the built-in one.
 	PricesFile string
+	// AdminKey is the bootstrap admin API key (WAYFINDER_ADMIN_KEY, env
+	// only). Empty: local single-user mode on loopback, no API keys.
+	AdminKey string
+	// EncryptionKeys is the keyring for credentials and run secrets, as
+	// "id:key" entries, the first primary (WAYFINDER_ENCRYPTION_KEYS, env
+	// only).
+	EncryptionKeys string
+	// EncryptionKeyFile holds the same list in a file.
+	EncryptionKeyFile string
+	// SiteProfilesDir holds site profiles (*.json) for every tenant.
+	SiteProfilesDir string
+	// DomainRateLimit is the default most browser actions per minute on
+	// one domain (0: none).
+	DomainRateLimit int
+	// CallbackHost is the host the CDP endpoint handed to auth callback
+	// webhooks is advertised on.
+	CallbackHost string
 }
+
+// Secret environment variables, read from the environment only (never
+// flags, which other users of the machine can see).
+const (
+	AdminKeyEnv       = "WAYFINDER_ADMIN_KEY"
+	EncryptionKeysEnv = "WAYFINDER_ENCRYPTION_KEYS"
+)
 
 // APIKeyEnv names the environment variables the vendors' API keys are read
 // from, per provider; the first one set wins.
@@ -162,6 +186,14 @@ var Settings = []Setting{
 		func(c *Config, v string) error { return setBaseURL(c, "gemini", v) }},
 	{"prices-file", "WAYFINDER_PRICES_FILE", "", "JSON price table (USD per million tokens per provider and model) merged over the built-in one; see docs/api.md.",
 		func(c *Config, v string) error { c.PricesFile = v; return nil }},
+	{"encryption-key-file", "WAYFINDER_ENCRYPTION_KEY_FILE", "", "File of encryption keys for credentials and run secrets: lines \"id:key\" (32 bytes, hex or base64), the first one encrypts, the others still decrypt. Or set WAYFINDER_ENCRYPTION_KEYS (same format, comma-separated). Empty: with the managed Postgres, a key generated in the data dir; with DATABASE_URL, required.",
+		func(c *Config, v string) error { c.EncryptionKeyFile = v; return nil }},
+	{"site-profiles-dir", "WAYFINDER_SITE_PROFILES_DIR", "", "Directory of site profiles (*.json, the SiteProfile JSON) that apply to every tenant. Empty: none.",
+		func(c *Config, v string) error { c.SiteProfilesDir = v; return nil }},
+	{"domain-rate-limit", "WAYFINDER_DOMAIN_RATE_LIMIT", "0", "Default most browser actions per minute on one domain, per worker process, spaced with jitter (a run or site profile may set its own). 0: no limit.",
+		func(c *Config, v string) error { return parseInt(&c.DomainRateLimit, v, 0, 6000) }},
+	{"callback-host", "WAYFINDER_CALLBACK_HOST", "127.0.0.1", "Host (name or address) the short-lived CDP endpoint given to auth callback webhooks listens on and is advertised with.",
+		func(c *Config, v string) error { c.CallbackHost = v; return nil }},
 }
 
 func setBaseURL(c *Config, provider, v string) error {
@@ -213,6 +245,11 @@ func Load(name string, args []string, getenv func(string) string) (Config, error
 			errs = append(errs, fmt.Errorf("%s=%q (%s): %w", s.Env, v, source, err))
 		}
 	}
+	c.AdminKey = strings.TrimSpace(getenv(AdminKeyEnv))
+	if c.AdminKey != "" && len(c.AdminKey) < 32 {
+		errs = append(errs, fmt.Errorf("%s: must be at least 32 characters (use a random key, e.g. openssl rand -hex 32)", AdminKeyEnv))
+	}
+	c.EncryptionKeys = strings.TrimSpace(getenv(EncryptionKeysEnv))
 	for provider, names := range APIKeyEnv {
 		for _, name := range names {
 			if v := strings.TrimSpace(getenv(name)); v != "" {

@@ -25,6 +25,12 @@ var (
 	// ErrUnavailable: a dependency (database, browser pool) is temporarily
 	// unavailable; the call may be retried.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrAlreadyExists: the resource to create exists already.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrUnauthenticated: the request carries no valid API key.
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrPermissionDenied: the caller's key may not make this call.
+	ErrPermissionDenied = errors.New("permission denied")
 )
 
 // FieldViolation names one offending request field.

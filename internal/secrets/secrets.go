@@ -99,18 +99,6 @@ func Load(path string) (*Keyring, error) {
 	return Parse(string(b))
 }
 
-// Ephemeral returns a keyring with one random key, for local mode without
-// a configured key: what it seals cannot be opened after a restart.
-func Ephemeral() *Keyring {
-	var k Key
-	k.ID = "ephemeral"
-	if _, err := rand.Read(k.Key[:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	kr, _ := New(k)
-	return kr
-}
-
 func decodeKey(s string) ([]byte, error) {
 	if b, err := hex.DecodeString(s); err == nil && len(b) == 32 {
 		return b, nil
@@ -174,3 +162,6 @@ func HashToken(token string) []byte {
 	h := sha256.Sum256([]byte(token))
 	return h[:]
 }
+
+// RunParamsAAD is the additional data a run's sealed params are bound to.
+func RunParamsAAD(runID string) []byte { return []byte("run-params:" + runID) }

@@ -76,7 +76,17 @@ type serverOpts struct {
 	// allowPrivate lets runs (and the server's calls for them: model
 	// base URLs, webhooks) reach 127.0.0.1.
 	allowPrivate bool
+	// adminKey turns API keys on (WAYFINDER_ADMIN_KEY); empty is local
+	// single-user mode.
+	adminKey string
+	// logs, when set, receives the server's log (JSON, debug level) as
+	// well as the test output (warnings).
+	logs io.Writer
 }
+
+// testEncryptionKeys is the keyring of every test server, so replicas of
+// one test share it as a fleet must.
+const testEncryptionKeys = "test1:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 
 func testConfig(t *testing.T, dbURL string, o serverOpts) config.Config {
 	cfg, err := config.Load("test", nil, func(string) string { return "" })
@@ -96,6 +106,7 @@ func testConfig(t *testing.T, dbURL string, o serverOpts) config.Config {
 		cfg.ShutdownTimeout = o.shutdown
 	}
 	cfg.AllowPrivateNetworks = o.allowPrivate
+	cfg.AdminKey, cfg.EncryptionKeys = o.adminKey, testEncryptionKeys
 	return cfg
 }
 
@@ -106,7 +117,11 @@ func startServer(t *testing.T, dbURL string, o serverOpts) *testServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	ts := &testServer{cancel: cancel, done: make(chan error, 1), dataDir: cfg.DataDir}
 	ready := make(chan server.Addrs, 1)
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var handler slog.Handler = slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})
+	if o.logs != nil {
+		handler = slog.NewMultiHandler(handler, slog.NewJSONHandler(o.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	logger := slog.New(handler)
 	go func() {
 		ts.done <- server.Run(ctx, cfg, server.Options{
 			Logger: logger, TracerProvider: o.tracer, ReapInterval: time.Second,
@@ -158,7 +173,7 @@ func startSubprocess(t *testing.T, dbURL string, env ...string) *subprocess {
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+dbURL, "WAYFINDER_DATA_DIR="+dataDir,
 		"WAYFINDER_GRPC_ADDR=127.0.0.1:0", "WAYFINDER_HTTP_ADDR=127.0.0.1:0",
-		"WAYFINDER_LOG_FORMAT=text", "WAYFINDER_BROWSER_CAPACITY=2")
+		"WAYFINDER_LOG_FORMAT=text", "WAYFINDER_BROWSER_CAPACITY=2", "WAYFINDER_ENCRYPTION_KEYS="+testEncryptionKeys)
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = t.Output(), t.Output()
 	require.NoError(t, cmd.Start())

@@ -31,9 +31,13 @@ func httpHandler(ctx context.Context, grpcAddr string, d apiDeps) (http.Handler,
 	if err != nil {
 		return nil, nil, fmt.Errorf("gateway connection: %w", err)
 	}
-	if err := wfv1.RegisterRunServiceHandler(ctx, gw, conn); err != nil {
-		conn.Close()
-		return nil, nil, fmt.Errorf("register gateway: %w", err)
+	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
+		wfv1.RegisterRunServiceHandler, wfv1.RegisterAccessServiceHandler, wfv1.RegisterCredentialServiceHandler,
+	} {
+		if err := register(ctx, gw, conn); err != nil {
+			conn.Close()
+			return nil, nil, fmt.Errorf("register gateway: %w", err)
+		}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", gw)

@@ -44,6 +44,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/pool"
 	"github.com/wayfinder/wayfinder/internal/queue"
 	"github.com/wayfinder/wayfinder/internal/runner"
+	"github.com/wayfinder/wayfinder/internal/secrets"
 	"github.com/wayfinder/wayfinder/internal/store"
 	"github.com/wayfinder/wayfinder/internal/store/localpg"
 	"github.com/wayfinder/wayfinder/internal/worker"
@@ -125,6 +126,14 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	}
 	defer closeDB()
 	st := store.New(dbpool)
+	keyring, err := loadKeyring(cfg, logger)
+	if err != nil {
+		return err
+	}
+	local, err := setupAccess(ctx, &cfg, st, logger)
+	if err != nil {
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -169,7 +178,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 			Store: st, Pool: browsers, Runner: &runner.Runner{},
 			AllowPrivateNetworks: cfg.AllowPrivateNetworks,
 			Logger:               logger, Tracer: tracer, Metrics: worker.NewMetrics(reg),
-			NetMetrics: netguard.NewMetrics(reg), Models: models, Prices: prices,
+			NetMetrics: netguard.NewMetrics(reg), Models: models, Prices: prices, Keyring: keyring,
 		}))
 		qcfg.Workers, qcfg.Concurrency = workers, browsers.Capacity()
 	}
@@ -200,6 +209,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if serves {
 		grpcSrv, httpSrv, addrs, err = startAPI(ctx, cfg, apiDeps{
 			store: st, queue: q, hub: hub, logger: logger, reg: reg, tp: opts.TracerProvider, models: models,
+			keyring: keyring, local: local,
 			ready: func() bool { return ready.Load() && st.Ping(ctx) == nil && (browsers == nil || browsers.Ready()) },
 		}, serveErr)
 		if err != nil {
@@ -270,6 +280,10 @@ type apiDeps struct {
 	tp     trace.TracerProvider
 	ready  func() bool
 	models *worker.Models
+	// keyring seals credentials and run secrets.
+	keyring *secrets.Keyring
+	// local is single-user mode: no API keys, loopback only.
+	local bool
 }
 
 // recovered turns a panic in a handler into an INTERNAL error (the
@@ -296,21 +310,24 @@ func startAPI(ctx context.Context, cfg config.Config, d apiDeps, errc chan<- err
 	}
 	addrs.GRPC, addrs.HTTP = grpcLis.Addr().String(), httpLis.Addr().String()
 
+	authn := &api.Authenticator{Store: d.store, Local: d.local}
 	srvMetrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
 	prometheus.WrapRegistererWithPrefix("wayfinder_", d.reg).MustRegister(srvMetrics)
 	grpcSrv := grpc.NewServer(
 		grpc.StatsHandler(otelgrpc.NewServerHandler(
 			otelgrpc.WithTracerProvider(d.tp), otelgrpc.WithPropagators(propagation.TraceContext{}))),
 		grpc.ChainUnaryInterceptor(srvMetrics.UnaryServerInterceptor(), api.UnaryErrors(d.logger),
-			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recovered(d.logger)))),
+			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recovered(d.logger))), authn.Unary()),
 		grpc.ChainStreamInterceptor(srvMetrics.StreamServerInterceptor(), api.StreamErrors(d.logger),
-			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(recovered(d.logger)))),
+			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(recovered(d.logger))), authn.Stream()),
 	)
 	runs := api.NewRunService(api.Config{
 		Store: d.store, Queue: d.queue, Hub: d.hub, MaxRunTimeout: cfg.RunTimeout, Logger: d.logger,
-		Models: d.models,
+		Models: d.models, Keyring: d.keyring,
 	})
 	wfv1.RegisterRunServiceServer(grpcSrv, runs)
+	wfv1.RegisterAccessServiceServer(grpcSrv, api.NewAccessService(d.store, d.logger))
+	wfv1.RegisterCredentialServiceServer(grpcSrv, api.NewCredentialService(d.store, d.keyring, d.logger))
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
 	reflection.Register(grpcSrv)

@@ -15,14 +15,21 @@ import (
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/fault"
+	"github.com/wayfinder/wayfinder/internal/tenant"
 )
 
 // NewRun is a run to be created.
 type NewRun struct {
-	// RequestID is the caller's idempotency key; empty for none.
+	// Tenant owns the run. Default tenant.Default.
+	Tenant string
+	// RequestID is the caller's idempotency key (unique per tenant);
+	// empty for none.
 	RequestID string
 	// Params are stored as given; validate and redact them first.
 	Params *wfv1.RunParams
+	// Seal, when set, returns the params as given (secrets included),
+	// sealed for the new run's ID; the worker runs with them.
+	Seal func(runID string) ([]byte, error)
 	// TraceContext is the W3C trace context of the creating request.
 	TraceContext map[string]string
 }
@@ -48,17 +55,27 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, enqueue EnqueueFunc) (
 		return nil, false, fmt.Errorf("encode trace context: %w", err)
 	}
 	id := uuid.NewString()
+	if nr.Tenant == "" {
+		nr.Tenant = tenant.Default
+	}
+	var sealed []byte
+	if nr.Seal != nil {
+		if sealed, err = nr.Seal(id); err != nil {
+			return nil, false, fmt.Errorf("seal run params: %w", err)
+		}
+	}
 	err = s.InTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
-			INSERT INTO runs (id, request_id, status, params, labels, trace_context)
-			VALUES ($1, NULLIF($2, ''), 'queued', $3, $4, $5)
-			ON CONFLICT (request_id) DO NOTHING`,
-			id, nr.RequestID, params, labels, trace)
+			INSERT INTO runs (id, tenant_id, request_id, status, params, labels, trace_context, sealed_params)
+			VALUES ($1, $2, NULLIF($3, ''), 'queued', $4, $5, $6, $7)
+			ON CONFLICT (tenant_id, request_id) DO NOTHING`,
+			id, nr.Tenant, nr.RequestID, params, labels, trace, sealed)
 		if err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}
 		if tag.RowsAffected() == 0 {
-			run, err = scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE request_id = $1`, nr.RequestID))
+			run, err = scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant_id = $1 AND request_id = $2`,
+				nr.Tenant, nr.RequestID))
 			if err != nil {
 				return fmt.Errorf("load run for request %q: %w", nr.RequestID, err)
 			}
@@ -92,6 +109,16 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, enqueue EnqueueFunc) (
 // fault.ErrNotFound.
 func (s *Store) GetRun(ctx context.Context, id string) (*wfv1.Run, error) {
 	return getRun(ctx, s.pool, id)
+}
+
+// SealedParams returns the sealed params of a run (nil when its params hold
+// no secret).
+func (s *Store) SealedParams(ctx context.Context, id string) ([]byte, error) {
+	var sealed []byte
+	if err := s.pool.QueryRow(ctx, `SELECT sealed_params FROM runs WHERE id = $1`, id).Scan(&sealed); err != nil {
+		return nil, notFound("run", id, err)
+	}
+	return sealed, nil
 }
 
 // RunTraceContext returns the W3C trace context stored with the run.
@@ -205,6 +232,8 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 
 // ListRunsFilter selects runs for ListRuns.
 type ListRunsFilter struct {
+	// Tenant keeps only the tenant's runs. Required.
+	Tenant string
 	// Statuses, when non-empty, keeps runs in one of them.
 	Statuses []wfv1.RunStatus
 	// Labels keeps runs carrying every one of these labels.
@@ -252,12 +281,13 @@ func (s *Store) ListRuns(ctx context.Context, f ListRunsFilter) ([]*wfv1.Run, st
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+runColumns+` FROM runs
-		WHERE (cardinality($1::text[]) = 0 OR status = ANY($1))
+		WHERE tenant_id = $6
+		  AND (cardinality($1::text[]) = 0 OR status = ANY($1))
 		  AND labels @> $2::jsonb
 		  AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))
 		ORDER BY created_at DESC, id DESC
 		LIMIT $5`,
-		statuses, labels, afterTime, afterID, f.PageSize+1)
+		statuses, labels, afterTime, afterID, f.PageSize+1, f.Tenant)
 	if err != nil {
 		return nil, "", fmt.Errorf("list runs: %w", err)
 	}
@@ -327,6 +357,9 @@ func (s *Store) StartRun(ctx context.Context, id string) (run *wfv1.Run, execute
 				Status: wfv1.RunStatus_RUN_STATUS_CANCELLED,
 				Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_CANCELLED, Message: reason},
 			})
+			return err
+		}
+		if err := checkTenantCapacity(ctx, tx, run); err != nil {
 			return err
 		}
 		msg := "run started"
@@ -544,4 +577,38 @@ func (s *Store) ReapLostRuns(ctx context.Context) ([]string, error) {
 		}
 	}
 	return reaped, nil
+}
+
+// ErrTenantBusy: the run's tenant already runs its max_concurrent_runs; the
+// run stays queued and is tried again later.
+var ErrTenantBusy = errors.New("the tenant's concurrent run limit is reached")
+
+// checkTenantCapacity returns ErrTenantBusy when starting run would exceed
+// its tenant's max_concurrent_runs. Starts of one tenant's runs take a
+// transaction-scoped advisory lock, so two workers cannot both take the
+// last slot. A resumed run (already running) always continues.
+func checkTenantCapacity(ctx context.Context, tx pgx.Tx, run *wfv1.Run) error {
+	if run.Status == wfv1.RunStatus_RUN_STATUS_RUNNING {
+		return nil
+	}
+	var limit int32
+	if err := tx.QueryRow(ctx, `SELECT max_concurrent_runs FROM tenants WHERE id = $1`, run.TenantId).Scan(&limit); err != nil {
+		return fmt.Errorf("load tenant limit: %w", err)
+	}
+	if limit <= 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('wayfinder-tenant:' || $1, 0))`, run.TenantId); err != nil {
+		return fmt.Errorf("lock tenant: %w", err)
+	}
+	var running int32
+	if err := tx.QueryRow(ctx, `
+		SELECT count(*) FROM runs WHERE tenant_id = $1 AND status IN ('running', 'awaiting_approval')`,
+		run.TenantId).Scan(&running); err != nil {
+		return fmt.Errorf("count tenant runs: %w", err)
+	}
+	if running >= limit {
+		return fmt.Errorf("tenant %q runs %d of %d: %w", run.TenantId, running, limit, ErrTenantBusy)
+	}
+	return nil
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/pool"
 	"github.com/wayfinder/wayfinder/internal/queue"
 	"github.com/wayfinder/wayfinder/internal/runner"
+	"github.com/wayfinder/wayfinder/internal/secrets"
 	"github.com/wayfinder/wayfinder/internal/store"
 	"github.com/wayfinder/wayfinder/internal/tools"
 )
@@ -56,6 +57,9 @@ type Config struct {
 	// Egress makes the server's own calls on behalf of runs (custom tool
 	// webhooks); nil uses Egress(AllowPrivateNetworks).
 	Egress *http.Client
+	// Keyring opens runs' sealed params and stored credentials. Required
+	// for runs with secrets.
+	Keyring *secrets.Keyring
 }
 
 // Worker is the River worker of queue.RunArgs jobs.
@@ -101,6 +105,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.RunArgs]) error 
 	defer span.End()
 
 	run, execute, err := w.cfg.Store.StartRun(bg, runID)
+	if errors.Is(err, store.ErrTenantBusy) {
+		log.DebugContext(ctx, "tenant at its concurrent run limit; the run waits", "error", err)
+		return river.JobSnooze(2 * time.Second)
+	}
 	if err != nil {
 		return w.failAttempt(bg, job, log, fmt.Errorf("start run: %w", err))
 	}
@@ -135,6 +143,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.RunArgs]) error 
 // run, or nil when the run was handed back to the queue.
 func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (*wfv1.Run, error) {
 	bg := context.WithoutCancel(ctx)
+	if err := w.unseal(bg, run); err != nil {
+		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR,
+			Error: &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_INTERNAL, Message: err.Error()}})
+	}
 	params, policy, err := w.runnerParams(run)
 	if err != nil {
 		// Validated at CreateRun; reaching here means the server's
@@ -195,6 +207,28 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		return nil, err
 	}
 	return w.cfg.Store.FinishRun(bg, run.Id, o)
+}
+
+// unseal replaces run's (redacted) params with the sealed params as given,
+// secrets included, when it has any.
+func (w *Worker) unseal(ctx context.Context, run *wfv1.Run) error {
+	sealed, err := w.cfg.Store.SealedParams(ctx, run.Id)
+	if err != nil || sealed == nil {
+		return err
+	}
+	if w.cfg.Keyring == nil {
+		return errors.New("the run's secrets cannot be opened: the server has no encryption key")
+	}
+	raw, err := w.cfg.Keyring.Open(sealed, secrets.RunParamsAAD(run.Id))
+	if err != nil {
+		return fmt.Errorf("the run's secrets cannot be opened: %w", err)
+	}
+	params := &wfv1.RunParams{}
+	if err := protojson.Unmarshal(raw, params); err != nil {
+		return fmt.Errorf("decode the run's sealed params: %w", err)
+	}
+	run.Params = params
+	return nil
 }
 
 // interrupted decides what an ended job context means: the caller cancelled
