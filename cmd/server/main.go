@@ -4,6 +4,7 @@
 //	wayfinder [serve] [flags]   run the service (default)
 //	wayfinder migrate [flags]   apply database migrations and exit
 //	wayfinder demo [flags]      start the service on its defaults, run a task against a bundled demo site
+//	wayfinder reseal [flags]    re-encrypt stored credentials with the primary encryption key
 //
 // Every flag has a WAYFINDER_* environment variable; see `wayfinder -h`.
 package main
@@ -36,7 +37,7 @@ func main() {
 
 func run(args []string) error {
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "migrate" || args[0] == "demo") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "migrate" || args[0] == "demo" || args[0] == "reseal") {
 		cmd, args = args[0], args[1:]
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -57,6 +58,8 @@ func run(args []string) error {
 		return nil
 	case "demo":
 		return runDemo(ctx, cfg)
+	case "reseal":
+		return server.Reseal(ctx, cfg, logger)
 	}
 	tp, shutdownTracing, err := telemetry.TracerProvider(ctx, os.Getenv)
 	if err != nil {

@@ -151,7 +151,7 @@ func (s *AccessService) CreateTenant(ctx context.Context, req *wfv1.CreateTenant
 	if err != nil {
 		return nil, err
 	}
-	s.audit(ctx, store.Audit{Tenant: out.Id, Kind: store.AuditTenantCreated, Subject: out.Id})
+	s.audit(ctx, store.Audit{Kind: store.AuditTenantCreated, Subject: out.Id})
 	return out, nil
 }
 
@@ -186,7 +186,7 @@ func (s *AccessService) UpdateTenant(ctx context.Context, req *wfv1.UpdateTenant
 	if err != nil {
 		return nil, err
 	}
-	s.audit(ctx, store.Audit{Tenant: t.Id, Kind: store.AuditTenantUpdated, Subject: t.Id,
+	s.audit(ctx, store.Audit{Kind: store.AuditTenantUpdated, Subject: t.Id,
 		Details: map[string]any{"max_concurrent_runs": t.MaxConcurrentRuns}})
 	return t, nil
 }

@@ -113,3 +113,24 @@ func loopbackOnly(addr string) (string, bool) {
 	return net.JoinHostPort("127.0.0.1", port), false
 }
 
+
+// Reseal re-encrypts every stored credential that is not sealed with the
+// primary encryption key (the first of WAYFINDER_ENCRYPTION_KEYS), so that
+// an old key can be retired after a rotation.
+func Reseal(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	dbpool, _, closeDB, err := OpenDatabase(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	kr, err := loadKeyring(cfg, logger)
+	if err != nil {
+		return err
+	}
+	n, err := store.New(dbpool).ResealCredentials(ctx, kr)
+	if err != nil {
+		return err
+	}
+	logger.Info("credentials resealed", "count", n, "key_id", kr.PrimaryID())
+	return nil
+}

@@ -189,9 +189,9 @@ func (s *Store) OpenCredential(ctx context.Context, kr *secrets.Keyring, tenant,
 	return &oc, nil
 }
 
-// ResealCredentials re-encrypts every credential, run and browser profile
-// not sealed with the keyring's primary key, so an old key can be retired.
-// It returns how many values were resealed.
+// ResealCredentials re-encrypts every credential not sealed with the
+// keyring's primary key, so an old key can be retired once no queued run
+// or saved profile still needs it. It returns how many were resealed.
 func (s *Store) ResealCredentials(ctx context.Context, kr *secrets.Keyring) (int, error) {
 	n := 0
 	err := s.InTx(ctx, func(tx pgx.Tx) error {

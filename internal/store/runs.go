@@ -232,7 +232,7 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 
 // ListRunsFilter selects runs for ListRuns.
 type ListRunsFilter struct {
-	// Tenant keeps only the tenant's runs. Required.
+	// Tenant keeps only the tenant's runs. Default tenant.Default.
 	Tenant string
 	// Statuses, when non-empty, keeps runs in one of them.
 	Statuses []wfv1.RunStatus
@@ -254,6 +254,9 @@ type pageCursor struct {
 func (s *Store) ListRuns(ctx context.Context, f ListRunsFilter) ([]*wfv1.Run, string, error) {
 	if f.PageSize < 1 {
 		f.PageSize = 50
+	}
+	if f.Tenant == "" {
+		f.Tenant = tenant.Default
 	}
 	statuses := make([]string, 0, len(f.Statuses))
 	for _, st := range f.Statuses {
