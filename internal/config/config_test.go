@@ -47,7 +47,27 @@ func TestLoadDefaults(t *testing.T) {
 		LogLevel:                  "info",
 		LogFormat:                 "json",
 		ModelProvider:             "auto",
+		CallbackHost:              "127.0.0.1",
 	}, c)
+}
+
+// TestSecretsFromEnvOnly: the admin key and encryption keys come from the
+// environment only; a short admin key is refused without echoing it.
+func TestSecretsFromEnvOnly(t *testing.T) {
+	t.Parallel()
+	c, err := Load("wayfinder", nil, fakeEnv(map[string]string{
+		AdminKeyEnv: "0123456789abcdef0123456789abcdef", EncryptionKeysEnv: "k1:abc",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, "0123456789abcdef0123456789abcdef", c.AdminKey)
+	require.Equal(t, "k1:abc", c.EncryptionKeys)
+
+	_, err = Load("wayfinder", nil, fakeEnv(map[string]string{AdminKeyEnv: "short-key"}))
+	require.ErrorContains(t, err, "at least 32 characters")
+	require.NotContains(t, err.Error(), "short-key")
+
+	_, err = Load("wayfinder", []string{"-admin-key", "x"}, fakeEnv(nil))
+	require.Error(t, err, "the admin key must not be a flag")
 }
 
 func TestLoadModels(t *testing.T) {
