@@ -37,7 +37,29 @@ type NetworkRules struct {
 	// OnBlock is told of every request the browser itself refused (file:
 	// URLs), from a background goroutine. Default: none.
 	OnBlock func(BlockedRequest)
+	// OnDocument is told the status of every top-level document response
+	// (a page's or popup's navigation, each redirect hop included; iframes
+	// excluded) from a host matching DocumentDomains, before the page
+	// receives it, from a background goroutine. Default: none.
+	OnDocument func(DocumentResponse)
+	// DocumentDomains are the domain patterns OnDocument watches. Default
+	// none.
+	DocumentDomains []string
 }
+
+// DocumentResponse is a top-level document response NetworkRules.OnDocument
+// is told of.
+type DocumentResponse struct {
+	// TargetID is the page's target (Page.TargetID).
+	TargetID string
+	// URL is the document's URL.
+	URL string
+	// Status is the HTTP status code.
+	Status int
+}
+
+// HeaderFuncTimeout bounds one call of a HeaderRule's Func.
+const HeaderFuncTimeout = 30 * time.Second
 
 // HeaderRule adds headers to the requests sent to some domains.
 type HeaderRule struct {
@@ -49,6 +71,12 @@ type HeaderRule struct {
 	// Headers are set on the request, replacing a header of the same name
 	// the page sent. When several rules match, later rules win.
 	Headers map[string]string
+	// Func, when set, is called for every request whose host matches
+	// Domains, while the request waits, with a context that ends after
+	// HeaderFuncTimeout; the headers it returns are set after Headers (so
+	// they win). Invalid names or values are dropped; nil adds nothing. It
+	// is called from several goroutines at once. Default none.
+	Func func(ctx context.Context, u *url.URL) map[string]string
 }
 
 // NetworkCookie is a cookie to store in the context.
@@ -94,12 +122,21 @@ type BlockedRequest struct {
 type compiledRule struct {
 	domains *guard.Policy
 	headers map[string]string // canonical names
+	fn      func(ctx context.Context, u *url.URL) map[string]string
+}
+
+// compiledRules are NetworkRules ready for matching.
+type compiledRules struct {
+	headers []compiledRule
+	// documents are the domains whose top-level document statuses are
+	// reported; nil for none.
+	documents *guard.Policy
 }
 
 // compileRules validates rules and compiles the header rules.
-func compileRules(rules NetworkRules) ([]compiledRule, error) {
+func compileRules(rules NetworkRules) (compiledRules, error) {
 	var errs []error
-	var out []compiledRule
+	var out compiledRules
 	for i, r := range rules.Headers {
 		if len(r.Domains) == 0 {
 			errs = append(errs, fmt.Errorf("headers[%d]: no domains", i))
@@ -110,7 +147,7 @@ func compileRules(rules NetworkRules) ([]compiledRule, error) {
 			errs = append(errs, fmt.Errorf("headers[%d]: %w", i, err))
 			continue
 		}
-		cr := compiledRule{domains: pol, headers: make(map[string]string, len(r.Headers))}
+		cr := compiledRule{domains: pol, headers: make(map[string]string, len(r.Headers)), fn: r.Func}
 		for name, value := range r.Headers {
 			if !httpguts.ValidHeaderFieldName(name) || !httpguts.ValidHeaderFieldValue(value) {
 				errs = append(errs, fmt.Errorf("headers[%d]: invalid header %q", i, name))
@@ -118,7 +155,14 @@ func compileRules(rules NetworkRules) ([]compiledRule, error) {
 			}
 			cr.headers[http.CanonicalHeaderKey(name)] = value
 		}
-		out = append(out, cr)
+		out.headers = append(out.headers, cr)
+	}
+	if rules.OnDocument != nil && len(rules.DocumentDomains) > 0 {
+		pol, err := guard.New(rules.DocumentDomains, nil, true)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("document_domains: %w", err))
+		}
+		out.documents = pol
 	}
 	for i, c := range rules.Cookies {
 		if c.Name == "" || (c.URL == "" && c.Domain == "") {
@@ -131,7 +175,7 @@ func compileRules(rules NetworkRules) ([]compiledRule, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrNetworkRules, errors.Join(errs...))
+		return compiledRules{}, fmt.Errorf("%w: %w", ErrNetworkRules, errors.Join(errs...))
 	}
 	return out, nil
 }
@@ -153,9 +197,10 @@ func parseOrigin(s string) (*url.URL, error) {
 // Network is the CDP side of a Session's network guard, started by
 // [Session.StartNetwork]. Close it before releasing the Session.
 type Network struct {
-	s       *Session
-	rules   []compiledRule
-	onBlock func(BlockedRequest)
+	s          *Session
+	rules      compiledRules
+	onBlock    func(BlockedRequest)
+	onDocument func(DocumentResponse)
 	// schemes refuses every URL that is not http(s): the verdict and its
 	// error text come from the guard, the one place that defines them.
 	schemes *guard.Policy
@@ -179,7 +224,7 @@ func (s *Session) StartNetwork(ctx context.Context, rules NetworkRules) (*Networ
 	if err != nil {
 		return nil, fmt.Errorf("scheme policy: %w", err)
 	}
-	n := &Network{s: s, rules: compiled, onBlock: rules.OnBlock, schemes: schemes}
+	n := &Network{s: s, rules: compiled, onBlock: rules.OnBlock, onDocument: rules.OnDocument, schemes: schemes}
 	if err := n.setCookies(ctx, rules.Cookies); err != nil {
 		return nil, err
 	}
@@ -204,6 +249,11 @@ func (n *Network) Close() error {
 }
 
 func (n *Network) setCookies(ctx context.Context, cookies []NetworkCookie) error {
+	return storeCookies(ctx, n.s.b, cookies)
+}
+
+// storeCookies stores cookies in the browser context of b.
+func storeCookies(ctx context.Context, b *rod.Browser, cookies []NetworkCookie) error {
 	if len(cookies) == 0 {
 		return nil
 	}
@@ -225,7 +275,7 @@ func (n *Network) setCookies(ctx context.Context, cookies []NetworkCookie) error
 		}
 		params = append(params, p)
 	}
-	err := proto.StorageSetCookies{Cookies: params, BrowserContextID: n.s.b.BrowserContextID}.Call(n.s.b.Context(ctx))
+	err := proto.StorageSetCookies{Cookies: params, BrowserContextID: b.BrowserContextID}.Call(b.Context(ctx))
 	if err != nil {
 		return classify(fmt.Errorf("set cookies: %w", err))
 	}
@@ -309,22 +359,34 @@ func serveOrigin(b *rod.Browser, events <-chan *rod.Message, id proto.TargetSess
 }
 
 // headersFor returns the rules' headers for a request to rawURL (nil when
-// no rule matches), merged over the page's own headers.
-func (n *Network) headersFor(rawURL string, sent proto.NetworkHeaders) []*proto.FetchHeaderEntry {
+// no rule matches), merged over the page's own headers. Rules with a Func
+// are asked with ctx.
+func (n *Network) headersFor(ctx context.Context, rawURL string, sent proto.NetworkHeaders) []*proto.FetchHeaderEntry {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil
 	}
 	var add map[string]string
-	for _, r := range n.rules {
-		if !r.domains.MatchesHost(u.Hostname()) {
-			continue
-		}
+	set := func(k, v string) {
 		if add == nil {
 			add = map[string]string{}
 		}
+		add[k] = v
+	}
+	for _, r := range n.rules.headers {
+		if !r.domains.MatchesHost(u.Hostname()) {
+			continue
+		}
 		for k, v := range r.headers {
-			add[k] = v
+			set(k, v)
+		}
+		if r.fn == nil {
+			continue
+		}
+		for k, v := range r.fn(ctx, u) {
+			if httpguts.ValidHeaderFieldName(k) && httpguts.ValidHeaderFieldValue(v) {
+				set(http.CanonicalHeaderKey(k), v)
+			}
 		}
 	}
 	if add == nil {

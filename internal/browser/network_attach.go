@@ -20,6 +20,14 @@ import (
 // cdpCallTimeout bounds each CDP call the attacher makes.
 const cdpCallTimeout = 5 * time.Second
 
+// ownedTarget is a target of the attacher's context.
+type ownedTarget struct {
+	id proto.TargetTargetID
+	// page is true for a page (a tab or popup), whose main frame's id is
+	// its target id.
+	page bool
+}
+
 // cdpSession sends CDP commands to one flat session of a browser connection.
 type cdpSession struct {
 	b   *rod.Browser
@@ -59,7 +67,7 @@ type attacher struct {
 	handlers sync.WaitGroup
 
 	mu       sync.Mutex
-	owned    map[proto.TargetSessionID]bool // sessions of this context's targets
+	owned    map[proto.TargetSessionID]ownedTarget // sessions of this context's targets
 	stopped  bool
 	stopErr  error
 	stopOnce sync.Once
@@ -75,7 +83,7 @@ func startAttacher(ctx context.Context, b *rod.Browser, n *Network) (*attacher, 
 		ctx:      actx,
 		cancel:   cancel,
 		loop:     make(chan struct{}),
-		owned:    map[proto.TargetSessionID]bool{},
+		owned:    map[proto.TargetSessionID]ownedTarget{},
 	}
 	events := a.b.Event() // subscribed before anything is attached
 	res, err := proto.TargetAttachToBrowserTarget{}.Call(b.Context(ctx))
@@ -137,19 +145,28 @@ func (a *attacher) spawn(f func()) {
 }
 
 func (a *attacher) isOwned(id proto.TargetSessionID) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.owned[id]
+	_, ok := a.target(id)
+	return ok
 }
 
-func (a *attacher) setOwned(id proto.TargetSessionID, owned bool) {
+// target returns the target of an owned session.
+func (a *attacher) target(id proto.TargetSessionID) (ownedTarget, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if owned {
-		a.owned[id] = true
-	} else {
-		delete(a.owned, id)
-	}
+	t, ok := a.owned[id]
+	return t, ok
+}
+
+func (a *attacher) own(id proto.TargetSessionID, info *proto.TargetTargetInfo) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.owned[id] = ownedTarget{id: info.TargetID, page: info.Type == proto.TargetTargetInfoTypePage}
+}
+
+func (a *attacher) disown(id proto.TargetSessionID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.owned, id)
 }
 
 // run routes the connection's events until the attacher stops.
@@ -172,12 +189,12 @@ func (a *attacher) run(events <-chan *rod.Message) {
 			}
 			// Owned before Fetch is enabled, so no paused request of it
 			// arrives unrecognised.
-			a.setOwned(e.SessionID, true)
+			a.own(e.SessionID, e.TargetInfo)
 			a.spawn(func() { a.setup(e) })
 		case "Target.detachedFromTarget":
 			var e proto.TargetDetachedFromTarget
 			if msg.Load(&e) {
-				a.setOwned(e.SessionID, false)
+				a.disown(e.SessionID)
 			}
 		case "Fetch.requestPaused":
 			if !a.isOwned(msg.SessionID) {
@@ -221,34 +238,59 @@ func (a *attacher) setup(e proto.TargetAttachedToTarget) {
 }
 
 // paused decides a request Fetch paused: refuse a non-http(s) URL, add the
-// header rules' headers to a matching one, let anything else go on as is.
+// header rules' headers to a matching one, let anything else go on as is. A
+// response paused for its status is reported and let go on.
 func (a *attacher) paused(id proto.TargetSessionID, e *proto.FetchRequestPaused) {
-	ctx, cancel := context.WithTimeout(a.ctx, cdpCallTimeout)
-	defer cancel()
-	s := a.session(ctx, id)
+	if e.ResponseStatusCode != nil || e.ResponseErrorReason != "" {
+		a.document(id, e)
+		return
+	}
 	raw := e.Request.URL + e.Request.URLFragment
 	if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		ctx, cancel := context.WithTimeout(a.ctx, cdpCallTimeout)
+		defer cancel()
 		err := a.n.schemes.Check(ctx, raw)
 		var be *guard.BlockedError
 		if errors.As(err, &be) {
-			_ = proto.FetchFailRequest{RequestID: e.RequestID, ErrorReason: proto.NetworkErrorReasonBlockedByClient}.Call(s)
+			_ = proto.FetchFailRequest{RequestID: e.RequestID, ErrorReason: proto.NetworkErrorReasonBlockedByClient}.Call(a.session(ctx, id))
 			if a.n.onBlock != nil {
 				a.n.onBlock(BlockedRequest{URL: raw, Err: be, Navigation: e.ResourceType == proto.NetworkResourceTypeDocument})
 			}
 			return
 		}
 	}
-	_ = proto.FetchContinueRequest{RequestID: e.RequestID, Headers: a.n.headersFor(e.Request.URL, e.Request.Headers)}.Call(s)
+	hctx, hcancel := context.WithTimeout(a.ctx, HeaderFuncTimeout)
+	headers := a.n.headersFor(hctx, e.Request.URL, e.Request.Headers)
+	hcancel()
+	ctx, cancel := context.WithTimeout(a.ctx, cdpCallTimeout)
+	defer cancel()
+	_ = proto.FetchContinueRequest{RequestID: e.RequestID, Headers: headers}.Call(a.session(ctx, id))
 }
 
-// fetchPatterns are the URL patterns Fetch pauses: file: URLs, and the
-// hosts of the header rules. Patterns are globs, so "*://*.example.com/*"
-// also matches other URLs that happen to contain the text; each paused
-// request is matched exactly before any header is added.
-func fetchPatterns(rules []compiledRule) []*proto.FetchRequestPattern {
+// document reports a document response paused at the response stage (the
+// top-level ones of pages, from watched hosts), then lets it go on.
+func (a *attacher) document(id proto.TargetSessionID, e *proto.FetchRequestPaused) {
+	ctx, cancel := context.WithTimeout(a.ctx, cdpCallTimeout)
+	defer cancel()
+	t, owned := a.target(id)
+	if owned && t.page && string(e.FrameID) == string(t.id) && e.ResponseStatusCode != nil &&
+		a.n.onDocument != nil && a.n.rules.documents != nil {
+		if u, err := url.Parse(e.Request.URL); err == nil && a.n.rules.documents.MatchesHost(u.Hostname()) {
+			a.n.onDocument(DocumentResponse{TargetID: string(t.id), URL: e.Request.URL, Status: *e.ResponseStatusCode})
+		}
+	}
+	_ = proto.FetchContinueRequest{RequestID: e.RequestID}.Call(a.session(ctx, id))
+}
+
+// fetchPatterns are the URL patterns Fetch pauses: file: URLs and the hosts
+// of the header rules at the request stage, documents of the watched hosts
+// at the response stage. Patterns are globs, so "*://*.example.com/*" also
+// matches other URLs that happen to contain the text; each paused request
+// is matched exactly before any header is added or status reported.
+func fetchPatterns(rules compiledRules) []*proto.FetchRequestPattern {
 	globs := []string{"file:*"}
 	seen := map[string]bool{}
-	for _, r := range rules {
+	for _, r := range rules.headers {
 		for _, d := range r.domains.Allowed {
 			for _, g := range hostGlobs(d) {
 				if !seen[g] {
@@ -261,6 +303,18 @@ func fetchPatterns(rules []compiledRule) []*proto.FetchRequestPattern {
 	out := make([]*proto.FetchRequestPattern, 0, len(globs))
 	for _, g := range globs {
 		out = append(out, &proto.FetchRequestPattern{URLPattern: g, RequestStage: proto.FetchRequestStageRequest})
+	}
+	if rules.documents != nil {
+		seen := map[string]bool{}
+		for _, d := range rules.documents.Allowed {
+			for _, g := range hostGlobs(d) {
+				if !seen[g] {
+					seen[g] = true
+					out = append(out, &proto.FetchRequestPattern{URLPattern: g,
+						ResourceType: proto.NetworkResourceTypeDocument, RequestStage: proto.FetchRequestStageResponse})
+				}
+			}
+		}
 	}
 	return out
 }
