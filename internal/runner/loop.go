@@ -63,7 +63,17 @@ type run struct {
 	record context.Context // survives cancellation: the record is written
 	b      Browser
 	p      Params
-	sink   Sink
+	// sink is the caller's sink behind a redactingSink; approver is the
+	// caller's sink when it can ask a human.
+	sink     Sink
+	approver Approver
+	// secrets are substituted into fill and type actions; redact hides
+	// their values (and Params.Redact) from the model and the record.
+	secrets *secrets
+	redact  *Redactor
+	// loginNote tells the model about the secrets in the opening message
+	// when a custom controller prompt leaves out PromptData.Guidance.
+	loginNote string
 
 	system     string
 	tools      []llm.Tool
@@ -141,9 +151,22 @@ func (r *Runner) newRun(ctx context.Context, b Browser, p Params, sink Sink) (*r
 	if p.JudgeFrequency == (judge.Frequency{}) {
 		p.JudgeFrequency = judge.Frequency{EveryN: 1}
 	}
+	sec, err := compileSecrets(p.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	red := NewRedactor(p.Secrets, p.Redact)
 	ru := &run{
 		r: r, ctx: ctx, record: context.WithoutCancel(ctx), b: b, p: p, sink: sink,
 		observe: p.Controller.Provider() == llm.ProviderSteps,
+		redact:  red,
+	}
+	ru.approver, _ = sink.(Approver)
+	if red.Active() {
+		ru.sink = redactingSink{Sink: sink, r: red}
+	}
+	if len(sec.order) > 0 {
+		ru.secrets = sec
 	}
 	policy := llm.DefaultRetryPolicy()
 	if r.Retry != nil {
@@ -171,11 +194,15 @@ func (r *Runner) newRun(ctx context.Context, b Browser, p Params, sink Sink) (*r
 		return nil, fmt.Errorf("controller prompt: %w", err)
 	}
 	var sys strings.Builder
+	guidance := sec.guidance()
 	if err := tmpl.Execute(&sys, PromptData{Goal: p.Goal, MinConfidence: p.MinConfidence,
-		ActionsPerTurn: p.ActionsPerTurn, Tools: strings.Join(custom, ", ")}); err != nil {
+		ActionsPerTurn: p.ActionsPerTurn, Tools: strings.Join(custom, ", "), Guidance: guidance}); err != nil {
 		return nil, fmt.Errorf("controller prompt: %w", err)
 	}
 	ru.system = sys.String()
+	if guidance != "" && !strings.Contains(ru.system, guidance) {
+		ru.loginNote = guidance
+	}
 	ru.conv = conversation{depth: p.ScreenshotHistoryDepth, historyBudget: p.HistoryTokenBudget,
 		historyTurns: p.HistoryTurns, turnBudget: p.TurnTokenBudget, fullSnapshots: 2}
 	return ru, nil
@@ -267,7 +294,7 @@ func (ru *run) result(res Result) Result {
 	if res.FinalURL == "" {
 		res.FinalURL = ru.lastURL
 	}
-	return res
+	return ru.redact.Result(res)
 }
 
 func (ru *run) finishStep() error {
@@ -411,6 +438,7 @@ func (ru *run) takeObservation(snap *browser.Snapshot) bool {
 		}
 		snap = s
 	}
+	ru.redact.Snapshot(snap)
 	o := &observation{snap: snap, url: snap.Page.URL, text: snap.Text()}
 	timeout := ru.r.ScreenshotTimeout
 	if timeout <= 0 {
@@ -441,6 +469,9 @@ func (ru *run) startConversation() {
 	parts := []llm.Part{{Text: "Goal: " + ru.p.Goal}}
 	if ru.p.Resumed != "" {
 		parts = append(parts, llm.Part{Text: "This run was resumed on another worker after the previous one stopped. " + ru.p.Resumed})
+	}
+	if ru.loginNote != "" {
+		parts = append(parts, llm.Part{Text: ru.loginNote})
 	}
 	parts = append(parts, llm.Part{Text: "The browser opened " + ru.obs.url + ". Current page:\n" + untrusted(ru.obs.text)})
 	if ru.obs.img != nil && ru.p.ScreenshotHistoryDepth > 0 {
@@ -791,7 +822,21 @@ func (ru *run) browserTool(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 		}
 		return false
 	}
+	// Secrets are put in last, on the page the action runs on now.
+	asked := act.Value
+	if refused := ru.fillSecrets(bctx, &act); refused != nil {
+		cancel()
+		ru.answerError(t, call, args, refused.code, refused.msg, time.Since(begin))
+		return false
+	}
 	res, err := ru.page.Do(bctx, act)
+	if err == nil {
+		if act.Value != asked && res.Value == act.Value {
+			res.Value = asked // the field holds what the placeholders stand for
+		}
+		ru.redact.ActionResult(res)
+	}
+	act.Value = asked // the secrets' values go no further
 	cause := context.Cause(bctx)
 	var hooked HookResult
 	var fatal *Error
@@ -955,6 +1000,7 @@ func (ru *run) getSnapshot(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 		}
 		return
 	}
+	ru.redact.Snapshot(snap)
 	if opts.Filter == "" && opts.Offset == 0 && !opts.ViewportOnly {
 		out.snapshot = snap
 	}
@@ -973,6 +1019,7 @@ func (ru *run) customTool(t *turn, call llm.ToolCall, args map[string]any) {
 		if errors.As(err, &te) {
 			code, msg = te.Code, te.Message
 		}
+		msg = ru.redact.String(msg)
 		if ru.ctx.Err() != nil {
 			msg = "interrupted"
 		}
@@ -980,6 +1027,7 @@ func (ru *run) customTool(t *turn, call llm.ToolCall, args map[string]any) {
 		ru.answerError(t, call, args, code, "ToolExecutionError: "+msg, time.Since(begin))
 		return
 	}
+	result = ru.redact.Bytes(result)
 	var value any
 	_ = json.Unmarshal(result, &value)
 	resMap, _ := value.(map[string]any)
@@ -1001,15 +1049,16 @@ type Approver interface {
 }
 
 func (ru *run) approval(t *turn, call llm.ToolCall, a toolArgs, args map[string]any) {
-	ap, ok := ru.sink.(Approver)
-	if !ok {
+	ap := ru.approver
+	if ap == nil {
 		ru.rec.Actions = append(ru.rec.Actions, Action{Tool: call.Name, Arguments: args, Outcome: "human_rejected", Message: "no approver"})
 		ru.answer(t, call, map[string]any{"approved": false, "error": "human_rejected",
 			"message": "No human can approve actions for this run. Do not take the action; find a path that needs no approval or call complete_task with status failed."}, true)
 		return
 	}
 	begin := time.Now()
-	approved, msg, err := ap.Approve(ru.ctx, ru.step, a.Action, a.Reason)
+	approved, msg, err := ap.Approve(ru.ctx, ru.step, ru.redact.String(a.Action), ru.redact.String(a.Reason))
+	msg = ru.redact.String(msg)
 	outcome := "ok"
 	body := map[string]any{"approved": approved, "message": nil}
 	if err != nil || !approved {
@@ -1019,7 +1068,7 @@ func (ru *run) approval(t *turn, call llm.ToolCall, a toolArgs, args map[string]
 			body["message"] = "User feedback: " + msg
 		}
 		if err != nil {
-			body["message"] = err.Error()
+			body["message"] = ru.redact.String(err.Error())
 		}
 	}
 	ru.rec.Actions = append(ru.rec.Actions, Action{Tool: call.Name, Arguments: args, Outcome: outcome, Message: msg, Duration: time.Since(begin)})
@@ -1064,6 +1113,7 @@ func marshalResult(body map[string]any) ([]byte, error) {
 }
 
 func (ru *run) answerError(t *turn, call llm.ToolCall, args map[string]any, code, msg string, d time.Duration) {
+	msg = ru.redact.String(msg)
 	ru.rec.Actions = append(ru.rec.Actions, Action{Tool: call.Name, Arguments: args, Outcome: code, Message: msg, Duration: d})
 	t.summary = append(t.summary, fmt.Sprintf("%s: failed (%s)", call.Name, code))
 	ru.answer(t, call, map[string]any{"success": false, "error": code, "message": msg}, true)
@@ -1116,6 +1166,7 @@ func (ru *run) evaluate(claim *judge.Claim) (judge.Verdict, error) {
 	if err != nil {
 		return v, err
 	}
+	v = *ru.redact.Verdict(&v)
 	ru.verdict = &v
 	ru.rec.Verdict = &v
 	ru.note(Event{Kind: EventJudgeVerdict, Step: ru.step, Verdict: &v, Message: v.Reason})
@@ -1132,6 +1183,7 @@ func (ru *run) judgeContext(claim *judge.Claim) *judge.Context {
 		c.ScreenshotHistory = ru.history[:n-1]
 	}
 	c.Steps = append(append([]judge.StepSummary(nil), ru.summary...), ru.currentSummary())
+	ru.redact.JudgeContext(c)
 	return c
 }
 
@@ -1238,11 +1290,17 @@ func (rc *recorder) Name() string     { return rc.m.Name() }
 func (rc *recorder) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	ru := rc.ru
 	ctx = promptrunner.WithCall(ctx, ru.p.RunID, string(rc.role), ru.step)
+	// What the model is sent and what is recorded are the same, redacted
+	// request; the answer is redacted before the loop acts on it, so a
+	// value the model wrote anyway is recorded as its placeholder.
+	req = ru.redact.Request(req)
 	pr := PromptRun{Step: ru.step, Role: rc.role, Provider: rc.m.Provider(), Model: rc.m.Name(), Request: req, Start: time.Now()}
 	resp, err := rc.m.Complete(ctx, req)
 	if err == nil && resp == nil {
 		err = &llm.Error{Class: llm.ErrRefused, Provider: rc.m.Provider(), Message: "empty answer"}
 	}
+	resp = ru.redact.Response(resp)
+	err = ru.redact.err(err)
 	pr.End = time.Now()
 	if err != nil {
 		pr.Err = err.Error()

@@ -114,6 +114,11 @@ type Params struct {
 	// Secrets are the form-login values the model uses by placeholder.
 	// Default none.
 	Secrets []Secret
+	// Redact are further secret values (header tokens, cookie values,
+	// client secrets) that the model must never see and the record never
+	// hold, even if a page echoes them: they are replaced by [redacted]
+	// (see Redactor). Default none.
+	Redact []string
 }
 
 // JudgeStrategy selects how completion is decided (seed 000 §3.6).

@@ -22,7 +22,8 @@ import (
 
 // sink persists what the runner reports: steps with their screenshots,
 // prompt runs with the images they showed, and events, each in one
-// transaction; and it counts them in metrics and traces.
+// transaction; and it counts them in metrics and traces. Everything it
+// stores, traces or logs is redacted first (redact.go).
 type sink struct {
 	store   *store.Store
 	runID   string
@@ -35,7 +36,13 @@ type sink struct {
 	blockSeq uint64
 	// status is the run's status for events (RUNNING while it runs).
 	status wfv1.RunStatus
+	// redact hides the run's secrets (runEnv.redactor); nil hides
+	// nothing.
+	redact *runner.Redactor
 }
+
+// logger is the sink's logger, redacting.
+func (s *sink) logger() *slog.Logger { return redactLogger(s.log, s.redact) }
 
 func (s *sink) StepStarted(ctx context.Context, number int) error {
 	run, err := s.store.GetRun(ctx, s.runID)
@@ -105,6 +112,7 @@ func (s *sink) StepFinished(ctx context.Context, st runner.Step) error {
 			Reason: string(b.Reason), Message: b.Message,
 		})
 	}
+	redactProto(s.redact, step)
 	var shot *store.Media
 	if st.Screenshot != nil {
 		shot = &store.Media{ContentType: "image/png", Data: st.Screenshot}
@@ -122,18 +130,20 @@ func (s *sink) StepFinished(ctx context.Context, st runner.Step) error {
 // PromptRun stores a model call. The request is stored as JSON with each
 // image named by its media ID.
 func (s *sink) PromptRun(ctx context.Context, pr runner.PromptRun) error {
+	pr = s.redact.PromptRun(pr)
 	request, err := json.Marshal(pr.Request)
 	if err != nil {
 		return fmt.Errorf("encode prompt: %w", err)
 	}
 	rec := store.PromptRun{
 		RunID: s.runID, Step: int32(pr.Step), Role: string(pr.Role), Provider: pr.Provider, Model: pr.Model,
-		Request: request, Usage: usageProto(pr.Usage, pr.CostUSD, 1), Start: pr.Start, End: pr.End, Error: pr.Err,
+		Request: s.redact.Bytes(request), Usage: usageProto(pr.Usage, pr.CostUSD, 1), Start: pr.Start, End: pr.End, Error: pr.Err,
 	}
 	if pr.Response != nil {
 		if rec.Response, err = json.Marshal(pr.Response); err != nil {
 			return fmt.Errorf("encode answer: %w", err)
 		}
+		rec.Response = s.redact.Bytes(rec.Response)
 	}
 	seen := map[string]bool{}
 	for _, img := range requestImages(pr.Request) {
@@ -157,7 +167,7 @@ func (s *sink) PromptRun(ctx context.Context, pr runner.PromptRun) error {
 	span.End(trace.WithTimestamp(pr.End))
 	s.metrics.observePrompt(pr)
 	if pr.Err != "" {
-		s.log.WarnContext(ctx, "model call failed", "role", pr.Role, "provider", pr.Provider, "model", pr.Model,
+		s.logger().WarnContext(ctx, "model call failed", "role", pr.Role, "provider", pr.Provider, "model", pr.Model,
 			"step", pr.Step, "error", pr.Err)
 	}
 	return nil
@@ -209,8 +219,9 @@ func (s *sink) Event(ctx context.Context, e runner.Event) error {
 	if s.status == wfv1.RunStatus_RUN_STATUS_UNSPECIFIED {
 		ev.Status = wfv1.RunStatus_RUN_STATUS_RUNNING
 	}
+	redactProto(s.redact, ev)
 	if _, err := s.store.AppendEvent(ctx, s.runID, ev); err != nil {
-		s.log.WarnContext(ctx, "recording a run event failed", "type", ev.Type.String(), "error", err)
+		s.logger().WarnContext(ctx, "recording a run event failed", "type", ev.Type.String(), "error", err)
 	}
 	return nil
 }
@@ -221,8 +232,12 @@ func (s *sink) outcome(_ context.Context, res runner.Result) (store.Outcome, err
 	if !ok {
 		return store.Outcome{}, fmt.Errorf("unexpected engine status %v", res.Status)
 	}
-	return store.Outcome{Status: status, FinalURL: res.FinalURL, Error: runError(res.Err),
-		Verdict: verdictProto(res.Verdict), Summary: res.Reason}, nil
+	res = s.redact.Result(res)
+	o := store.Outcome{Status: status, FinalURL: res.FinalURL, Error: runError(res.Err),
+		Verdict: verdictProto(res.Verdict), Summary: res.Reason}
+	redactProto(s.redact, o.Error)
+	redactProto(s.redact, o.Verdict)
+	return o, nil
 }
 
 func usageProto(u llm.Usage, cost float64, calls int32) *wfv1.Usage {

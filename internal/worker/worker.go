@@ -176,7 +176,7 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		}
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR, Error: runError(re)})
 	}
-	params.Secrets = env.secrets
+	params.Secrets, params.Redact = env.secrets, env.redact
 	if err := b.start(ctx); err != nil {
 		if ctx.Err() != nil {
 			return w.interrupted(ctx, run, log)
