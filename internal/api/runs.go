@@ -86,6 +86,9 @@ func (s *RunService) create(ctx context.Context, params *wfv1.RunParams, request
 	if err := checkModels(s.cfg.Models, params); err != nil {
 		return nil, false, err
 	}
+	if err := checkModelCredentials(ctx, s.cfg.Store, params); err != nil {
+		return nil, false, err
+	}
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, carrier)
 	timeout := params.GetBrowser().GetRunTimeout().AsDuration()

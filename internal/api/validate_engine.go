@@ -1,10 +1,12 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -14,6 +16,8 @@ import (
 	"github.com/wayfinder/wayfinder/internal/fault"
 	"github.com/wayfinder/wayfinder/internal/llm/steps"
 	"github.com/wayfinder/wayfinder/internal/runner"
+	"github.com/wayfinder/wayfinder/internal/store"
+	"github.com/wayfinder/wayfinder/internal/tenant"
 	"github.com/wayfinder/wayfinder/internal/tools"
 	"github.com/wayfinder/wayfinder/internal/worker"
 )
@@ -104,8 +108,8 @@ func validateModel(v *fault.Violations, field string, m *wfv1.ModelSettings, con
 	case *wfv1.ModelSettings_PromptRef:
 		v.Unimplemented(field+".prompt_ref", "the prompt library arrives with a later release; use prompt_text")
 	}
-	if m.ApiKeyCredential != "" {
-		v.Unimplemented(field+".api_key_credential", "stored credentials arrive with a later release; the server's API keys are used")
+	if m.ApiKeyCredential != "" && !credentialNamePattern.MatchString(m.ApiKeyCredential) {
+		v.Add(field+".api_key_credential", "must be a credential name (%s)", credentialNamePattern)
 	}
 }
 
@@ -175,6 +179,12 @@ func checkModels(m *worker.Models, p *wfv1.RunParams) error {
 		return nil
 	}
 	var v fault.Violations
+	// Stored keys are checked by checkModelCredentials; here any key will do.
+	keys := map[string]string{}
+	for _, n := range worker.CredentialNames(p) {
+		keys[n] = "checked-separately"
+	}
+	m = m.WithRunKeys(keys)
 	if _, err := m.Controller(p); err != nil {
 		var pe *steps.ParseError
 		if errors.As(err, &pe) {
@@ -185,6 +195,30 @@ func checkModels(m *worker.Models, p *wfv1.RunParams) error {
 	}
 	if _, err := m.Judge(p); err != nil {
 		v.Add("params.judge.model.provider", "%v", err)
+	}
+	return v.Err()
+}
+
+// checkModelCredentials checks that the stored credentials a run's models
+// name exist in the caller's tenant and hold an api_key field.
+func checkModelCredentials(ctx context.Context, st *store.Store, p *wfv1.RunParams) error {
+	var v fault.Violations
+	for field, name := range map[string]string{
+		"params.controller.api_key_credential":  p.GetController().GetApiKeyCredential(),
+		"params.judge.model.api_key_credential": p.GetJudge().GetModel().GetApiKeyCredential(),
+	} {
+		if name == "" {
+			continue
+		}
+		c, err := st.GetCredential(ctx, tenant.ID(ctx), name)
+		switch {
+		case errors.Is(err, fault.ErrNotFound):
+			v.Add(field, "no credential named %q", name)
+		case err != nil:
+			return err
+		case !slices.Contains(c.Fields, "api_key"):
+			v.Add(field, "credential %q has no api_key field (use an API_KEY credential)", name)
+		}
 	}
 	return v.Err()
 }

@@ -113,7 +113,7 @@ func TestValidateParamsErrors(t *testing.T) {
 		{name: "controller prompt ref", params: validParams(func(p *wfv1.RunParams) {
 			p.Controller = &wfv1.ModelSettings{Prompt: &wfv1.ModelSettings_PromptRef{PromptRef: "x"}}
 		}), kind: fault.ErrUnimplemented, field: "params.controller.prompt_ref", only: true},
-		{name: "controller credential", params: validParams(func(p *wfv1.RunParams) { p.Controller = &wfv1.ModelSettings{ApiKeyCredential: "k"} }), kind: fault.ErrUnimplemented, field: "params.controller.api_key_credential", only: true},
+		{name: "controller credential name", params: validParams(func(p *wfv1.RunParams) { p.Controller = &wfv1.ModelSettings{ApiKeyCredential: "Bad Name"} }), kind: fault.ErrInvalidArgument, field: "params.controller.api_key_credential", only: true},
 		{name: "controller temperature", params: validParams(func(p *wfv1.RunParams) { p.Controller = &wfv1.ModelSettings{Temperature: proto.Float64(2.5)} }), kind: fault.ErrInvalidArgument, field: "params.controller.temperature", only: true},
 		{name: "controller prompt template", params: validParams(func(p *wfv1.RunParams) {
 			p.Controller = &wfv1.ModelSettings{Prompt: &wfv1.ModelSettings_PromptText{PromptText: "{{.Goal"}}
@@ -187,14 +187,12 @@ func TestValidateParamsSeveralUnimplemented(t *testing.T) {
 	p := validParams(func(p *wfv1.RunParams) {
 		p.Headless = proto.Bool(false)
 		p.Controller = &wfv1.ModelSettings{Prompt: &wfv1.ModelSettings_PromptRef{PromptRef: "x"}}
-		p.Judge = &wfv1.JudgeSettings{Model: &wfv1.ModelSettings{ApiKeyCredential: "k"}}
 		p.Tools = []*wfv1.ToolDefinition{{Name: "t", Implementation: &wfv1.ToolDefinition_Mcp{Mcp: &wfv1.McpTool{}}}}
-		p.Auth = &wfv1.AuthConfig{}
 	})
 	_, err := validateParams(p, testMaxRunTimeout)
 	require.ErrorIs(t, err, fault.ErrUnimplemented)
 	require.ElementsMatch(t, []string{
-		"params.headless", "params.controller.prompt_ref", "params.judge.model.api_key_credential", "params.tools[0].mcp", "params.auth",
+		"params.headless", "params.controller.prompt_ref", "params.tools[0].mcp",
 	}, violationFields(t, err))
 }
 

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+	"github.com/wayfinder/wayfinder/internal/llm/llmtest"
 	"github.com/wayfinder/wayfinder/internal/store/storetest"
 )
 
@@ -439,4 +440,44 @@ func TestInlineSecretsSealed(t *testing.T) {
 	for _, ev := range collectEvents(t, ts.client, run.Id, 0) {
 		require.NotContains(t, protojson.Format(ev), secret)
 	}
+}
+
+// TestModelKeyFromCredential: a run's model API key can be a stored
+// credential: the vendor receives it, the run never shows it, the use is
+// audited, and a missing credential is refused at CreateRun.
+func TestModelKeyFromCredential(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, storetest.NewDB(t), serverOpts{allowPrivate: true})
+	ctx := context.Background()
+	site := demoSite(t)
+	const key = "sk-ant-from-a-credential-0042"
+	_, err := wfv1.NewCredentialServiceClient(ts.conn).CreateCredential(ctx, &wfv1.CreateCredentialRequest{
+		Name: "anthropic", Type: wfv1.CredentialType_CREDENTIAL_TYPE_API_KEY, Values: map[string]string{"api_key": key}})
+	require.NoError(t, err)
+
+	fake := llmtest.NewAnthropic(t, demoScript(t))
+	model := &wfv1.ModelSettings{Provider: "anthropic", Model: "test-model", BaseUrl: fake.URL, ApiKeyCredential: "anthropic"}
+	p := &wfv1.RunParams{Goal: "Record a team lunch of 42.50 as a Meals expense and check the total", StartUrl: site,
+		AllowedDomains: []string{"127.0.0.1"}, Controller: model,
+		Judge: &wfv1.JudgeSettings{Strategy: wfv1.JudgeStrategy_JUDGE_STRATEGY_HEURISTIC}}
+	run, err := ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: p})
+	require.NoError(t, err)
+	final := waitFinished(t, ts.client, run.Id)
+	require.Equal(t, wfv1.RunStatus_RUN_STATUS_COMPLETED, final.Status, "%v", final.Error)
+	calls := fake.Calls()
+	require.NotEmpty(t, calls)
+	for _, c := range calls {
+		require.Equal(t, key, c.Header.Get("X-Api-Key"), "the vendor did not get the credential's key")
+	}
+	require.NotContains(t, protojson.Format(final), key)
+
+	evs, err := wfv1.NewAccessServiceClient(ts.conn).ListAuditEvents(ctx, &wfv1.ListAuditEventsRequest{Kind: "credential.used", RunId: run.Id})
+	require.NoError(t, err)
+	require.Len(t, evs.Events, 1)
+	require.Equal(t, "anthropic", evs.Events[0].Subject)
+
+	p.Controller = &wfv1.ModelSettings{Provider: "anthropic", BaseUrl: fake.URL, ApiKeyCredential: "missing"}
+	_, err = ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: p})
+	st := requireCode(t, err, "InvalidArgument")
+	require.Contains(t, fieldViolations(st), "params.controller.api_key_credential")
 }

@@ -34,6 +34,30 @@ type Models struct {
 	HTTPClient *http.Client
 	// Extra providers by name, for tests (a "scripted" provider).
 	Extra map[string]func(llm.Settings) (llm.Model, error)
+	// RunKeys are the API keys of the stored credentials a run names
+	// (ModelSettings.api_key_credential), by credential name; see
+	// WithRunKeys.
+	RunKeys map[string]string
+}
+
+// WithRunKeys returns a copy of m that knows the API keys of one run's
+// stored credentials, by credential name.
+func (m *Models) WithRunKeys(keys map[string]string) *Models {
+	c := *m
+	c.RunKeys = keys
+	return &c
+}
+
+// CredentialNames returns the credentials whose API keys a run's models
+// use (controller and judge), without duplicates.
+func CredentialNames(p *wfv1.RunParams) []string {
+	var out []string
+	for _, n := range []string{p.GetController().GetApiKeyCredential(), p.GetJudge().GetModel().GetApiKeyCredential()} {
+		if n != "" && (len(out) == 0 || out[0] != n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // ErrNoModel: the run asks for a provider the server cannot use.
@@ -89,7 +113,7 @@ func (m *Models) Judge(p *wfv1.RunParams) (llm.Model, error) {
 	if js.GetProvider() == "" {
 		// The judge follows the controller's provider and model.
 		base := &wfv1.ModelSettings{Provider: m.Provider(p.GetController()), Model: p.GetController().GetModel(),
-			BaseUrl: p.GetController().GetBaseUrl()}
+			BaseUrl: p.GetController().GetBaseUrl(), ApiKeyCredential: p.GetController().GetApiKeyCredential()}
 		if js != nil {
 			base.Temperature, base.MaxOutputTokens, base.Prompt = js.Temperature, js.MaxOutputTokens, js.Prompt
 			if js.GetModel() != "" {
@@ -97,6 +121,9 @@ func (m *Models) Judge(p *wfv1.RunParams) (llm.Model, error) {
 			}
 			if js.GetBaseUrl() != "" {
 				base.BaseUrl = js.GetBaseUrl()
+			}
+			if js.GetApiKeyCredential() != "" {
+				base.ApiKeyCredential = js.GetApiKeyCredential()
 			}
 		}
 		js = base
@@ -147,6 +174,21 @@ func (m *Models) settings(p *wfv1.RunParams, ms *wfv1.ModelSettings, defaultMode
 	}
 	if !m.Known(provider) {
 		return s, fmt.Errorf("%w: unknown provider %q", ErrNoModel, provider)
+	}
+	if cred := ms.GetApiKeyCredential(); cred != "" && provider != llm.ProviderSteps {
+		// The run's own key (a stored credential) may go wherever the run
+		// says; a base_url of the run's still goes through the egress guard.
+		key, ok := m.RunKeys[cred]
+		if !ok {
+			return s, fmt.Errorf("%w: the API key of credential %q is not available", ErrNoModel, cred)
+		}
+		s.APIKey = key
+		if base := ms.GetBaseUrl(); base != "" {
+			s.BaseURL = base
+		} else {
+			s.BaseURL, s.HTTPClient = m.BaseURLs[provider], nil
+		}
+		return s, nil
 	}
 	switch base := ms.GetBaseUrl(); {
 	case base != "" && base != m.BaseURLs[provider]:

@@ -147,7 +147,12 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR,
 			Error: &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_INTERNAL, Message: err.Error()}})
 	}
-	params, policy, err := w.runnerParams(run)
+	models, err := w.runModels(bg, run)
+	if err != nil {
+		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR,
+			Error: &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_AUTHENTICATION_ERROR, Message: err.Error()}})
+	}
+	params, policy, err := w.runnerParams(run, models)
 	if err != nil {
 		// Validated at CreateRun; reaching here means the server's
 		// configuration changed since. End the run rather than retry forever.
@@ -207,6 +212,35 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		return nil, err
 	}
 	return w.cfg.Store.FinishRun(bg, run.Id, o)
+}
+
+// runModels returns the server's models with the API keys of the stored
+// credentials the run names, each use audited.
+func (w *Worker) runModels(ctx context.Context, run *wfv1.Run) (*Models, error) {
+	names := CredentialNames(run.GetParams())
+	if len(names) == 0 {
+		return w.cfg.Models, nil
+	}
+	keys := make(map[string]string, len(names))
+	for _, name := range names {
+		if w.cfg.Keyring == nil {
+			return nil, errors.New("stored credentials cannot be opened: the server has no encryption key")
+		}
+		c, err := w.cfg.Store.OpenCredential(ctx, w.cfg.Keyring, run.GetTenantId(), name)
+		if err != nil {
+			return nil, fmt.Errorf("model API key credential %q: %w", name, err)
+		}
+		if c.Values["api_key"] == "" {
+			return nil, fmt.Errorf("model API key credential %q has no api_key field", name)
+		}
+		keys[name] = c.Values["api_key"]
+		if err := w.cfg.Store.RecordAudit(ctx, store.Audit{Tenant: run.GetTenantId(), Kind: store.AuditCredentialUsed,
+			Actor: "run:" + run.GetId(), Subject: name, RunID: run.GetId(),
+			Details: map[string]any{"use": "model_api_key", "version": c.Version}}); err != nil {
+			w.cfg.Logger.WarnContext(ctx, "recording audit event", "error", err)
+		}
+	}
+	return w.cfg.Models.WithRunKeys(keys), nil
 }
 
 // unseal replaces run's (redacted) params with the sealed params as given,
@@ -278,7 +312,7 @@ func (w *Worker) failAttempt(ctx context.Context, job *river.Job[queue.RunArgs],
 
 // runnerParams translates a validated run into the engine's parameters,
 // and returns the run's domain policy.
-func (w *Worker) runnerParams(run *wfv1.Run) (runner.Params, *guard.Policy, error) {
+func (w *Worker) runnerParams(run *wfv1.Run, models *Models) (runner.Params, *guard.Policy, error) {
 	p := run.GetParams()
 	policy, err := guard.New(p.GetAllowedDomains(), p.GetBlockedDomains(), w.cfg.AllowPrivateNetworks)
 	if err != nil {
@@ -331,10 +365,10 @@ func (w *Worker) runnerParams(run *wfv1.Run) (runner.Params, *guard.Policy, erro
 	if d := b.GetActionTimeout(); d != nil {
 		rp.ActionTimeout = d.AsDuration()
 	}
-	if rp.Controller, err = w.cfg.Models.Controller(p); err != nil {
+	if rp.Controller, err = models.Controller(p); err != nil {
 		return rp, nil, &runner.Error{Category: runner.CategoryLLMError, Message: err.Error()}
 	}
-	if rp.JudgeModel, err = w.cfg.Models.Judge(p); err != nil {
+	if rp.JudgeModel, err = models.Judge(p); err != nil {
 		return rp, nil, &runner.Error{Category: runner.CategoryLLMError, Message: err.Error()}
 	}
 	if len(p.GetTools()) > 0 {
