@@ -113,16 +113,14 @@ func (l *ConsentList) groups(prof *wfv1.SiteProfile) []bannerGroup {
 // findBanner looks for a known banner on page: the site profile's, then
 // the consent managers', each by one short wait for a visible match, then
 // the generic button texts in the snapshot the last wait returned. It
-// returns nil when none shows. Invalid selectors of a site profile are
-// returned as a note.
-func (l *ConsentList) findBanner(ctx context.Context, page Page, prof *wfv1.SiteProfile) (*foundBanner, string, error) {
+// returns nil when none shows. (A site profile's selector that is not valid
+// CSS never matches.)
+func (l *ConsentList) findBanner(ctx context.Context, page Page, prof *wfv1.SiteProfile) (*foundBanner, error) {
 	var snap *browser.Snapshot
-	var note string
 	for _, g := range l.groups(prof) {
-		res, err := page.Do(ctx, browser.Action{Kind: browser.ActionWait,
-			Target: &browser.Target{CSS: g.probe}, Timeout: consentProbeTimeout})
+		res, err := visible(ctx, page, g.probe)
 		if err != nil {
-			return nil, note, err
+			return nil, err
 		}
 		snap = res.Snapshot
 		if res.Success {
@@ -133,14 +131,11 @@ func (l *ConsentList) findBanner(ctx context.Context, page Page, prof *wfv1.Site
 			if g.reject != "" {
 				fb.reject = &browser.Target{CSS: g.reject, Timeout: time.Second}
 			}
-			return fb, note, nil
-		}
-		if res.Error != nil && res.Error.Code == browser.CodeInvalidParams {
-			note = fmt.Sprintf("The %s has cookie banner selectors the browser rejects (%s); they were skipped.", g.source, res.Error.Message)
+			return fb, nil
 		}
 	}
 	if snap == nil {
-		return nil, note, nil
+		return nil, nil
 	}
 	fb := &foundBanner{source: "a cookie banner button"}
 	for _, el := range snap.Elements {
@@ -156,9 +151,16 @@ func (l *ConsentList) findBanner(ctx context.Context, page Page, prof *wfv1.Site
 		}
 	}
 	if fb.accept == nil && fb.reject == nil {
-		return nil, note, nil
+		return nil, nil
 	}
-	return fb, note, nil
+	return fb, nil
+}
+
+// visible waits a moment for an element matching the CSS selector sel to
+// be visible; the result's Success says whether one is.
+func visible(ctx context.Context, page Page, sel string) (*browser.ActionResult, error) {
+	return page.Do(ctx, browser.Action{Kind: browser.ActionWait,
+		Target: &browser.Target{CSS: sel}, Timeout: consentProbeTimeout})
 }
 
 func normaliseText(s string) string {
@@ -169,10 +171,7 @@ func normaliseText(s string) string {
 // It is called only for policies other than MODEL.
 func (r *Run) consent(ctx context.Context, page Page, host string, prof *wfv1.SiteProfile) (runner.HookResult, error) {
 	out := runner.HookResult{Changed: true} // the probes took snapshots: the action's is stale
-	fb, note, err := r.g.consent.findBanner(ctx, page, prof)
-	if note != "" {
-		out.Notes = append(out.Notes, note)
-	}
+	fb, err := r.g.consent.findBanner(ctx, page, prof)
 	if err != nil || fb == nil {
 		return out, err
 	}
@@ -198,6 +197,16 @@ func (r *Run) consent(ctx context.Context, page Page, host string, prof *wfv1.Si
 	kind := ReportConsentRejected
 	if accept {
 		verb, target, kind = "accepted", fb.accept, ReportConsentAccepted
+	}
+	if target != nil && target.CSS != "" {
+		// The banner shows; is this button of it there too?
+		res, err := visible(ctx, page, target.CSS)
+		if err != nil {
+			return out, err
+		}
+		if !res.Success {
+			target = nil
+		}
 	}
 	if target == nil {
 		// REJECT (or a declined ASK) and no reject button: never accept.
