@@ -83,7 +83,7 @@ type Auth struct {
 	visited    map[visitKey]bool // callbacks run in ctxID
 	announced  map[visitKey]bool // Applied told, for the run
 	pending    []Applied         // applied by the network layer, not yet told
-	failed     *runner.Error     // a failure the network layer met (token)
+	failed     *Failure          // a failure the network layer met (token)
 	docs       []browser.DocumentResponse
 	reauthed   map[string]bool // hosts re-authenticated once
 	redact     []string        // every secret value, acquired tokens too
@@ -434,20 +434,21 @@ func (a *Auth) fail(b *binding, host, reason string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.failed == nil {
-		a.failed = &runner.Error{Category: runner.CategoryAuthentication, Message: failureMessage(b, host, reason)}
+		a.failed = &Failure{Domain: host, Method: b.Method.Kind(), Credential: b.Credential, Reason: reason}
 	}
 }
 
-// failureMessage names the binding's method, host and credential.
-func failureMessage(b *binding, host, reason string) string {
-	s := b.Method.Kind()
-	if host != "" {
-		s += " for " + host
+// runError is the failure as the run-ending error: it names the method, host
+// and credential.
+func (f Failure) runError() *runner.Error {
+	s := f.Method
+	if f.Domain != "" {
+		s += " for " + f.Domain
 	}
-	if b.Credential != "" {
-		s += fmt.Sprintf(" (credential %q)", b.Credential)
+	if f.Credential != "" {
+		s += fmt.Sprintf(" (credential %q)", f.Credential)
 	}
-	return s + ": " + reason
+	return &runner.Error{Category: runner.CategoryAuthentication, Message: s + ": " + f.Reason}
 }
 
 // document records a top-level document response of a watched host.

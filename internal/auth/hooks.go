@@ -102,21 +102,21 @@ func (a *Auth) tell(ctx context.Context, ap Applied) {
 // takeFailure returns (once) the failure the network layer recorded.
 func (a *Auth) takeFailure(ctx context.Context) error {
 	a.mu.Lock()
-	e := a.failed
+	f := a.failed
 	a.failed = nil
 	a.mu.Unlock()
-	if e == nil {
+	if f == nil {
 		return nil
 	}
-	a.report(ctx, Failure{Reason: e.Message})
-	return e
+	a.report(ctx, *f)
+	return f.runError()
 }
 
 // failRun is the run-ending error of a binding's failure for host.
 func (a *Auth) failRun(ctx context.Context, b *binding, host, reason string) error {
-	reason = a.scrub(reason)
-	a.report(ctx, Failure{Domain: host, Method: b.Method.Kind(), Credential: b.Credential, Reason: reason})
-	return &runner.Error{Category: runner.CategoryAuthentication, Message: failureMessage(b, host, reason)}
+	f := Failure{Domain: host, Method: b.Method.Kind(), Credential: b.Credential, Reason: a.scrub(reason)}
+	a.report(ctx, f)
+	return f.runError()
 }
 
 func (a *Auth) report(ctx context.Context, f Failure) {

@@ -15,8 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/wayfinder/wayfinder/internal/browser"
 )
 
@@ -142,35 +140,39 @@ func (ep *cdpEndpoint) handle(w http.ResponseWriter, r *http.Request) {
 	defer ep.conns.Done()
 	// The token in the path is the authentication; callers are programs,
 	// not pages, so there is no origin to check.
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	ws, err := acceptWS(w, r)
 	if err != nil {
 		return
 	}
-	defer func() { _ = ws.CloseNow() }()
-	ws.SetReadLimit(16 << 20)
 	conn, err := ep.page.OpenContextConn(ep.ctx)
 	if err != nil {
-		_ = ws.Close(websocket.StatusInternalError, "the browser context is gone")
+		ws.close()
 		return
 	}
 	ctx, cancel := context.WithCancel(ep.ctx)
 	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done() // the endpoint closes, or either side failed
+		ws.close()   // ends the read below
+	}()
 	forwarded := make(chan struct{})
 	go func() {
 		defer close(forwarded)
 		for ev := range conn.Events() {
-			if ws.Write(ctx, websocket.MessageText, ev) != nil {
+			if ws.writeText(ev) != nil {
 				cancel()
 			}
 		}
 	}()
 	for {
-		_, msg, err := ws.Read(ctx)
+		msg, err := ws.read()
 		if err != nil {
 			break
 		}
 		conn.Send(msg, func(reply []byte) {
-			if ws.Write(ctx, websocket.MessageText, reply) != nil {
+			if ws.writeText(reply) != nil {
 				cancel()
 			}
 		})
@@ -178,6 +180,7 @@ func (ep *cdpEndpoint) handle(w http.ResponseWriter, r *http.Request) {
 	cancel()
 	_ = conn.Close()
 	<-forwarded
+	<-done
 }
 
 // close stops accepting, ends every connection (detaching the caller's
