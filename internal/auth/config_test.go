@@ -12,7 +12,9 @@ import (
 
 func TestNewRefusesInvalidConfig(t *testing.T) {
 	t.Parallel()
-	one := func(domains []string, m Method) Config { return Config{Bindings: []Binding{{Domains: domains, Method: m}}} }
+	one := func(domains []string, m Method) Config {
+		return Config{Bindings: []Binding{{Domains: domains, Method: m}}}
+	}
 	app := []string{"app.test"}
 	cases := []struct {
 		name string
