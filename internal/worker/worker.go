@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+	"github.com/wayfinder/wayfinder/internal/governance"
 	"github.com/wayfinder/wayfinder/internal/guard"
 	"github.com/wayfinder/wayfinder/internal/judge"
 	"github.com/wayfinder/wayfinder/internal/llm"
@@ -60,6 +61,11 @@ type Config struct {
 	// Keyring opens runs' sealed params and stored credentials. Required
 	// for runs with secrets.
 	Keyring *secrets.Keyring
+	// Governance is the politeness state the worker's runs share: the
+	// per-domain rate limiter, the robots.txt cache, the server's site
+	// profiles and default rate (governance.New). Nil: each run gets its
+	// own, without server profiles or default rate.
+	Governance *governance.Governor
 }
 
 // Worker is the River worker of queue.RunArgs jobs.
