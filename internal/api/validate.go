@@ -96,11 +96,7 @@ func validateParams(p *wfv1.RunParams, maxRunTimeout time.Duration) (*wfv1.RunPa
 	}
 
 	validateEngine(&v, p)
-	// Capabilities of later releases: accepted by the contract, refused
-	// until the server implements them, never silently ignored.
-	if p.Auth != nil {
-		v.Unimplemented("params.auth", "authentication is not supported yet; omit the field")
-	}
+	validateAuth(&v, p.Auth)
 
 	p.Browser = validateBrowser(&v, p.Browser, maxRunTimeout)
 	validateLabels(&v, p.Labels)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/auth"
@@ -200,17 +201,34 @@ func credentialMethod(oc *store.OpenedCredential) (auth.Method, error) {
 }
 
 // fill sets *dst from the first of fields the credential has, when *dst
-// is empty.
+// is empty. A field is looked up as named and as a credential field name
+// ("X-Hook-Token": "x_hook_token").
 func fill(dst *string, values map[string]string, fields ...string) {
 	if *dst != "" {
 		return
 	}
 	for _, f := range fields {
-		if v, ok := values[f]; ok && v != "" {
-			*dst = v
-			return
+		for _, name := range []string{f, fieldName(f)} {
+			if v, ok := values[name]; ok && v != "" {
+				*dst = v
+				return
+			}
 		}
 	}
+}
+
+// fieldName is name as a credential field name: lower case, every
+// character but [a-z0-9_] an underscore.
+func fieldName(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '_'
+	}, name)
 }
 
 // bindingMethod converts a binding's explicit method, its empty fields

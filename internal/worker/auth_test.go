@@ -37,7 +37,7 @@ var testCredentials = fakeCredentials{
 	"oauth": {Name: "oauth", Type: wfv1.CredentialType_CREDENTIAL_TYPE_OAUTH2_CLIENT_CREDENTIALS, Values: map[string]string{
 		"client_id": "cid", "client_secret": "cs-secret", "token_url": "https://idp.test/token", "scope": "read"}},
 	"generic": {Name: "generic", Type: wfv1.CredentialType_CREDENTIAL_TYPE_GENERIC, Values: map[string]string{
-		"key": "g-key", "sid": "g-cookie", "token": "g-storage", "X-Hook-Token": "g-hook", "username": "bob", "password": "pw-bob"}},
+		"key": "g-key", "sid": "g-cookie", "token": "g-storage", "x_hook_token": "g-hook", "username": "bob", "password": "pw-bob"}},
 }
 
 func binding(domain, credential string) *wfv1.DomainAuthBinding {
