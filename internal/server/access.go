@@ -113,7 +113,6 @@ func loopbackOnly(addr string) (string, bool) {
 	return net.JoinHostPort("127.0.0.1", port), false
 }
 
-
 // Reseal re-encrypts every stored credential that is not sealed with the
 // primary encryption key (the first of WAYFINDER_ENCRYPTION_KEYS), so that
 // an old key can be retired after a rotation.

@@ -86,10 +86,10 @@ func TestBadInput(t *testing.T) {
 		}, "InvalidArgument", "params.blocked_domains[0]"},
 		{"later capability", func() error {
 			_, err := ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: valid(func(p *wfv1.RunParams) {
-				p.Auth = &wfv1.AuthConfig{}
+				p.Controller = &wfv1.ModelSettings{Prompt: &wfv1.ModelSettings_PromptRef{PromptRef: "checkout@2"}}
 			})})
 			return err
-		}, "Unimplemented", "params.auth"},
+		}, "Unimplemented", "params.controller.prompt_ref"},
 		{"unknown status enum", func() error {
 			_, err := ts.client.ListRuns(ctx, &wfv1.ListRunsRequest{Statuses: []wfv1.RunStatus{99}})
 			return err

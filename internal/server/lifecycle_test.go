@@ -271,11 +271,20 @@ func TestObservabilityEndpoints(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode, path)
 	}
-	resp, err := http.Get(base + "/metrics")
-	require.NoError(t, err)
-	metrics, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
+	// The run's metrics are counted just after its FINISHED event is
+	// stored: read until they are there.
+	var metrics []byte
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := http.Get(base + "/metrics")
+		require.NoError(t, err)
+		metrics, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		if bytes.Contains(metrics, []byte(`wayfinder_runs_finished_total{status="completed"} 1`)) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	for _, want := range []string{
 		`wayfinder_runs_finished_total{status="completed"} 1`,
 		`wayfinder_run_duration_seconds_count{status="completed"} 1`,
