@@ -113,22 +113,31 @@ func (c *ContextConn) Send(msg []byte, reply func([]byte)) {
 		reply(replyMessage(m.ID, m.SessionID, nil, &cdp.Error{Code: -32700, Message: "not a CDP command message"}))
 		return
 	}
+	if refusal := c.enqueue(m.SessionID, func() {
+		res, err := c.call(m.SessionID, m.Method, m.Params)
+		reply(replyMessage(m.ID, m.SessionID, res, err))
+	}); refusal != nil {
+		reply(replyMessage(m.ID, m.SessionID, nil, refusal))
+	}
+}
+
+// enqueue queues job on session sid's queue, starting it if needed; it
+// returns why it did not.
+func (c *ContextConn) enqueue(sid proto.TargetSessionID, job func()) *cdp.Error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		reply(replyMessage(m.ID, m.SessionID, nil, &cdp.Error{Code: cdpRefusedCode, Message: "the connection is closed"}))
-		return
+		return &cdp.Error{Code: cdpRefusedCode, Message: "the connection is closed"}
 	}
-	if m.SessionID != "" {
-		if _, ok := c.sessions[m.SessionID]; !ok {
-			reply(replyMessage(m.ID, m.SessionID, nil, &cdp.Error{Code: -32001, Message: "Session with given id not found."}))
-			return
+	if sid != "" {
+		if _, ok := c.sessions[sid]; !ok {
+			return &cdp.Error{Code: -32001, Message: "Session with given id not found."}
 		}
 	}
-	q, ok := c.queues[m.SessionID]
+	q, ok := c.queues[sid]
 	if !ok {
 		q = make(chan func(), 256)
-		c.queues[m.SessionID] = q
+		c.queues[sid] = q
 		c.work.Add(1)
 		go func() {
 			defer c.work.Done()
@@ -142,14 +151,11 @@ func (c *ContextConn) Send(msg []byte, reply func([]byte)) {
 			}
 		}()
 	}
-	job := func() {
-		res, err := c.call(m.SessionID, m.Method, m.Params)
-		reply(replyMessage(m.ID, m.SessionID, res, err))
-	}
 	select {
 	case q <- job:
+		return nil
 	default:
-		reply(replyMessage(m.ID, m.SessionID, nil, &cdp.Error{Code: cdpRefusedCode, Message: "too many commands in flight"}))
+		return &cdp.Error{Code: cdpRefusedCode, Message: "too many commands in flight"}
 	}
 }
 
