@@ -50,9 +50,9 @@ func BuiltinConsent() *ConsentList {
 	return &l
 }
 
-// Page is what the consent rules need of a browser page; *browser.Page is
+// pageDoer is what the consent rules need of a browser page; *browser.Page is
 // one.
-type Page interface {
+type pageDoer interface {
 	Do(ctx context.Context, a browser.Action) (*browser.ActionResult, error)
 }
 
@@ -115,7 +115,7 @@ func (l *ConsentList) groups(prof *wfv1.SiteProfile) []bannerGroup {
 // the generic button texts in the snapshot the last wait returned. It
 // returns nil when none shows. (A site profile's selector that is not valid
 // CSS never matches.)
-func (l *ConsentList) findBanner(ctx context.Context, page Page, prof *wfv1.SiteProfile) (*foundBanner, error) {
+func (l *ConsentList) findBanner(ctx context.Context, page pageDoer, prof *wfv1.SiteProfile) (*foundBanner, error) {
 	var snap *browser.Snapshot
 	for _, g := range l.groups(prof) {
 		res, err := visible(ctx, page, g.probe)
@@ -158,7 +158,7 @@ func (l *ConsentList) findBanner(ctx context.Context, page Page, prof *wfv1.Site
 
 // visible waits a moment for an element matching the CSS selector sel to
 // be visible; the result's Success says whether one is.
-func visible(ctx context.Context, page Page, sel string) (*browser.ActionResult, error) {
+func visible(ctx context.Context, page pageDoer, sel string) (*browser.ActionResult, error) {
 	return page.Do(ctx, browser.Action{Kind: browser.ActionWait,
 		Target: &browser.Target{CSS: sel}, Timeout: consentProbeTimeout})
 }
@@ -169,7 +169,7 @@ func normaliseText(s string) string {
 
 // consent applies the run's consent policy to the page after it loaded.
 // It is called only for policies other than MODEL.
-func (r *Run) consent(ctx context.Context, page Page, host string, prof *wfv1.SiteProfile) (runner.HookResult, error) {
+func (r *Run) consent(ctx context.Context, page pageDoer, host string, prof *wfv1.SiteProfile) (runner.HookResult, error) {
 	out := runner.HookResult{Changed: true} // the probes took snapshots: the action's is stale
 	fb, err := r.g.consent.findBanner(ctx, page, prof)
 	if err != nil || fb == nil {

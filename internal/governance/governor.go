@@ -32,7 +32,7 @@ type Config struct {
 // concurrent use.
 type Governor struct {
 	cfg     Config
-	limiter *Limiter
+	limiter *limiter
 	robots  *robotsCache
 	consent *ConsentList
 }
@@ -45,7 +45,7 @@ func New(cfg Config) *Governor {
 	if cfg.Consent == nil {
 		cfg.Consent = BuiltinConsent()
 	}
-	return &Governor{cfg: cfg, limiter: NewLimiter(), robots: newRobotsCache(cfg.RobotsTTL, time.Now), consent: cfg.Consent}
+	return &Governor{cfg: cfg, limiter: newLimiter(), robots: newRobotsCache(cfg.RobotsTTL, time.Now), consent: cfg.Consent}
 }
 
 // Profiles returns the server's site profiles.

@@ -64,17 +64,17 @@ var interactions = map[browser.ActionKind]bool{
 // a page it disallows) and waits for the domain's rate. A refusal is a
 // *runner.Refusal with code domain_blocked.
 func (r *Run) BeforeAction(ctx context.Context, page *browser.Page, act *browser.Action) error {
-	robots := r.cfg.Settings.GetRespectRobotsTxt() &&
+	robotsOn := r.cfg.Settings.GetRespectRobotsTxt() &&
 		(act.Kind == browser.ActionNavigate || interactions[act.Kind])
 	paced := !unpaced[act.Kind] && r.paced()
-	if !robots && !paced {
+	if !robotsOn && !paced {
 		return nil
 	}
 	u, err := r.actionURL(ctx, page, act)
 	if err != nil || u == nil {
 		return err
 	}
-	if robots {
+	if robotsOn {
 		if err := r.checkRobots(ctx, u, act.Kind == browser.ActionNavigate); err != nil {
 			return err
 		}

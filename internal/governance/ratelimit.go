@@ -11,22 +11,22 @@ import (
 	"golang.org/x/net/publicsuffix"
 )
 
-// JitterFraction is how far, either way, the spacing between two actions on
+// jitterFraction is how far, either way, the spacing between two actions on
 // one domain strays from 60s/N at random, so a run's rhythm is not
 // machine-regular.
-const JitterFraction = 0.25
+const jitterFraction = 0.25
 
 // maxIdleDomains is how many domains the limiter remembers before it
 // forgets those whose spacing has passed.
 const maxIdleDomains = 1024
 
-// Limiter spaces browser actions per domain: at most N actions a minute,
-// each one 60s/N (± JitterFraction, at random) after the previous one, plus
-// the polite delay a site profile asks for after every action. One Limiter
+// limiter spaces browser actions per domain: at most N actions a minute,
+// each one 60s/N (± jitterFraction, at random) after the previous one, plus
+// the polite delay a site profile asks for after every action. One limiter
 // is shared by all runs of a worker process, so a fleet of runs on one
 // worker is polite to a site together; it is not coordinated across worker
 // processes. Safe for concurrent use.
-type Limiter struct {
+type limiter struct {
 	now    func() time.Time
 	jitter func() float64 // in [-1, 1)
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -44,9 +44,9 @@ type domainSlot struct {
 	politeUntil time.Time
 }
 
-// NewLimiter returns a limiter on the real clock.
-func NewLimiter() *Limiter {
-	return &Limiter{
+// newLimiter returns a limiter on the real clock.
+func newLimiter() *limiter {
+	return &limiter{
 		now:     time.Now,
 		jitter:  func() float64 { return rand.Float64()*2 - 1 },
 		sleep:   sleepCtx,
@@ -65,9 +65,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Spacing is the mean pause between the starts of two actions at perMinute
+// spacing is the mean pause between the starts of two actions at perMinute
 // actions a minute (0 when perMinute is 0 or less: no limit).
-func Spacing(perMinute int) time.Duration {
+func spacing(perMinute int) time.Duration {
 	if perMinute <= 0 {
 		return 0
 	}
@@ -77,7 +77,7 @@ func Spacing(perMinute int) time.Duration {
 // reserve books the next slot for an action on domain and returns how long
 // to wait for it, and a func that gives the slot back (for a wait that was
 // abandoned).
-func (l *Limiter) reserve(domain string, perMinute int) (time.Duration, func()) {
+func (l *limiter) reserve(domain string, perMinute int) (time.Duration, func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -95,8 +95,8 @@ func (l *Limiter) reserve(domain string, perMinute int) (time.Duration, func()) 
 		start = s.politeUntil
 	}
 	prev := s.next
-	if sp := Spacing(perMinute); sp > 0 {
-		s.next = start.Add(time.Duration(float64(sp) * (1 + JitterFraction*l.jitter())))
+	if sp := spacing(perMinute); sp > 0 {
+		s.next = start.Add(time.Duration(float64(sp) * (1 + jitterFraction*l.jitter())))
 	}
 	booked := s.next
 	undo := func() {
@@ -111,7 +111,7 @@ func (l *Limiter) reserve(domain string, perMinute int) (time.Duration, func()) 
 
 // forgetIdle drops the domains whose schedule is in the past once there
 // are many, so a long-lived worker does not remember every site it saw.
-func (l *Limiter) forgetIdle(now time.Time) {
+func (l *limiter) forgetIdle(now time.Time) {
 	if len(l.domains) < maxIdleDomains {
 		return
 	}
@@ -126,7 +126,7 @@ func (l *Limiter) forgetIdle(now time.Time) {
 // minute (0: no rate, only a pending polite delay), or ctx ends. It returns
 // how long it waited; a wait cut short by ctx returns ctx's cause and gives
 // the slot back.
-func (l *Limiter) Wait(ctx context.Context, domain string, perMinute int) (time.Duration, error) {
+func (l *limiter) Wait(ctx context.Context, domain string, perMinute int) (time.Duration, error) {
 	d, undo := l.reserve(domain, perMinute)
 	if d <= 0 {
 		return 0, nil
@@ -141,7 +141,7 @@ func (l *Limiter) Wait(ctx context.Context, domain string, perMinute int) (time.
 // Done records that an action on domain finished: the next one on the
 // domain starts no sooner than delay from now (a site profile's polite
 // delay).
-func (l *Limiter) Done(domain string, delay time.Duration) {
+func (l *limiter) Done(domain string, delay time.Duration) {
 	if delay <= 0 {
 		return
 	}

@@ -49,8 +49,8 @@ func (c *fakeClock) sleep(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-func (c *fakeClock) limiter() *Limiter {
-	l := NewLimiter()
+func (c *fakeClock) limiter() *limiter {
+	l := newLimiter()
 	l.now, l.sleep = c.Now, c.sleep
 	l.jitter = func() float64 {
 		c.mu.Lock()
@@ -199,8 +199,8 @@ func TestDomain(t *testing.T) {
 
 func TestSpacing(t *testing.T) {
 	t.Parallel()
-	require.Zero(t, Spacing(0))
-	require.Zero(t, Spacing(-3))
-	require.Equal(t, time.Second, Spacing(60))
-	require.Equal(t, 100*time.Millisecond, Spacing(600))
+	require.Zero(t, spacing(0))
+	require.Zero(t, spacing(-3))
+	require.Equal(t, time.Second, spacing(60))
+	require.Equal(t, 100*time.Millisecond, spacing(600))
 }

@@ -16,9 +16,9 @@ const UserAgent = "Wayfinder"
 // least 500 KiB).
 const maxRobotsBytes = 512 << 10
 
-// Robots is a parsed robots.txt: the rules of the group that applies to
+// robotsRules is a parsed robots.txt: the rules of the group that applies to
 // Wayfinder. The zero value allows everything.
-type Robots struct {
+type robotsRules struct {
 	rules []robotsRule
 	// disallowAll is set for a robots.txt that could not be fetched for a
 	// server error (RFC 9309 §2.3.1.4: assume complete disallow).
@@ -30,18 +30,18 @@ type robotsRule struct {
 	pattern string // normalised; may contain * and a final $
 }
 
-// AllowAll is the robots.txt of a site without one (404 and other 4xx).
-var AllowAll = &Robots{}
+// allowAll is the robots.txt of a site without one (404 and other 4xx).
+var allowAll = &robotsRules{}
 
-// DisallowAll is what an unreachable robots.txt (5xx, network error) means.
-var DisallowAll = &Robots{disallowAll: true}
+// disallowAll is what an unreachable robots.txt (5xx, network error) means.
+var disallowAll = &robotsRules{disallowAll: true}
 
-// ParseRobots parses a robots.txt for the user agent agent (a product token
+// parseRobots parses a robots.txt for the user agent agent (a product token
 // such as "Wayfinder"): the rules of every group naming agent
 // (case-insensitive), else of every "*" group (RFC 9309 §2.2.1). Lines that
 // are not user-agent, allow or disallow are ignored, as is anything past
 // 512 KiB.
-func ParseRobots(body []byte, agent string) *Robots {
+func parseRobots(body []byte, agent string) *robotsRules {
 	if len(body) > maxRobotsBytes {
 		body = body[:maxRobotsBytes]
 	}
@@ -104,15 +104,15 @@ func ParseRobots(body []byte, agent string) *Robots {
 		}
 	}
 	if ownSeen {
-		return &Robots{rules: own}
+		return &robotsRules{rules: own}
 	}
-	return &Robots{rules: star}
+	return &robotsRules{rules: star}
 }
 
 // Allowed reports whether the URL's path (with its query) may be visited:
 // the rule with the longest matching pattern decides, allow winning a tie;
 // no matching rule allows. /robots.txt itself is always allowed.
-func (r *Robots) Allowed(u *url.URL) bool {
+func (r *robotsRules) Allowed(u *url.URL) bool {
 	if r == nil {
 		return true
 	}

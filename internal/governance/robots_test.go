@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func allowed(t *testing.T, r *Robots, raw string) bool {
+func allowed(t *testing.T, r *robotsRules, raw string) bool {
 	t.Helper()
 	u, err := url.Parse("https://example.com" + raw)
 	require.NoError(t, err)
@@ -41,7 +41,7 @@ Disallow: /also
 user-agent: WAYFINDER
 disallow: /third
 `
-	r := ParseRobots([]byte(txt), UserAgent)
+	r := parseRobots([]byte(txt), UserAgent)
 	for path, want := range map[string]bool{
 		"/":                   true,
 		"/private":            true, // Wayfinder's groups replace the * group
@@ -55,7 +55,7 @@ disallow: /third
 		require.Equal(t, want, allowed(t, r, path), path)
 	}
 
-	star := ParseRobots([]byte(txt), "SomethingElse")
+	star := parseRobots([]byte(txt), "SomethingElse")
 	require.False(t, allowed(t, star, "/private/x"))
 	require.True(t, allowed(t, star, "/private/open/x"), "the longer allow wins")
 	require.True(t, allowed(t, star, "/nowayfinder"))
@@ -97,7 +97,7 @@ func TestRobotsMatching(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := ParseRobots([]byte("User-agent: *\n"+tc.rules+"\n"), UserAgent)
+			r := parseRobots([]byte("User-agent: *\n"+tc.rules+"\n"), UserAgent)
 			require.Equal(t, tc.want, allowed(t, r, tc.path))
 		})
 	}
@@ -105,24 +105,24 @@ func TestRobotsMatching(t *testing.T) {
 
 func TestRobotsRulesBeforeAnyGroupAreIgnored(t *testing.T) {
 	t.Parallel()
-	r := ParseRobots([]byte("Disallow: /\nUser-agent: *\nDisallow: /x\n"), UserAgent)
+	r := parseRobots([]byte("Disallow: /\nUser-agent: *\nDisallow: /x\n"), UserAgent)
 	require.True(t, allowed(t, r, "/y"))
 	require.False(t, allowed(t, r, "/x"))
 }
 
 func TestRobotsAllowAndDisallowAll(t *testing.T) {
 	t.Parallel()
-	require.True(t, allowed(t, AllowAll, "/anything"))
-	require.False(t, allowed(t, DisallowAll, "/anything"))
-	require.True(t, allowed(t, DisallowAll, "/robots.txt"))
-	var none *Robots
+	require.True(t, allowed(t, allowAll, "/anything"))
+	require.False(t, allowed(t, disallowAll, "/anything"))
+	require.True(t, allowed(t, disallowAll, "/robots.txt"))
+	var none *robotsRules
 	require.True(t, allowed(t, none, "/x"))
 }
 
 func TestRobotsTooLargeIsCut(t *testing.T) {
 	t.Parallel()
 	body := "User-agent: *\nDisallow: /early\n" + strings.Repeat("# filler\n", maxRobotsBytes/9+10) + "Disallow: /late\n"
-	r := ParseRobots([]byte(body), UserAgent)
+	r := parseRobots([]byte(body), UserAgent)
 	require.False(t, allowed(t, r, "/early"))
 	require.True(t, allowed(t, r, "/late"))
 }

@@ -43,7 +43,7 @@ type robotsCache struct {
 
 type robotsEntry struct {
 	ready   chan struct{} // closed when robots is set
-	robots  *Robots
+	robots  *robotsRules
 	expires time.Time
 }
 
@@ -57,7 +57,7 @@ func newRobotsCache(ttl time.Duration, now func() time.Time) *robotsCache {
 // get returns the robots.txt of origin ("scheme://host[:port]"), fetched
 // with client when the cache has none that is fresh. Concurrent callers for
 // one origin share one fetch.
-func (c *robotsCache) get(ctx context.Context, client *http.Client, origin string) (*Robots, error) {
+func (c *robotsCache) get(ctx context.Context, client *http.Client, origin string) (*robotsRules, error) {
 	for {
 		c.mu.Lock()
 		e := c.entries[origin]
@@ -148,7 +148,7 @@ const blockedHeader = "X-Wayfinder-Blocked"
 // file is unavailable, also after more than five redirects) allows
 // everything; 429 and 5xx mean complete disallow for a short while. A network error is returned as an error
 // wrapping errRobotsUnreachable.
-func fetchRobots(ctx context.Context, client *http.Client, origin string) (*Robots, time.Duration, error) {
+func fetchRobots(ctx context.Context, client *http.Client, origin string) (*robotsRules, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, robotsFetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+"/robots.txt", nil)
@@ -182,12 +182,12 @@ func fetchRobots(ctx context.Context, client *http.Client, origin string) (*Robo
 		if err != nil {
 			return nil, 0, fmt.Errorf("%w: %s/robots.txt: %w", errRobotsUnreachable, origin, err)
 		}
-		return ParseRobots(body, UserAgent), DefaultRobotsTTL, nil
+		return parseRobots(body, UserAgent), DefaultRobotsTTL, nil
 	case code == http.StatusTooManyRequests || code >= 500:
-		return DisallowAll, robotsErrorTTL, nil
+		return disallowAll, robotsErrorTTL, nil
 	default:
 		// Other 4xx, and a 3xx left after too many redirects: the file is
 		// unavailable, which allows everything (RFC 9309 §2.3.1.2-3).
-		return AllowAll, DefaultRobotsTTL, nil
+		return allowAll, DefaultRobotsTTL, nil
 	}
 }
