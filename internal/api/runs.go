@@ -86,7 +86,7 @@ func (s *RunService) create(ctx context.Context, params *wfv1.RunParams, request
 	if err := checkModels(s.cfg.Models, params); err != nil {
 		return nil, false, err
 	}
-	if err := checkModelCredentials(ctx, s.cfg.Store, params); err != nil {
+	if err := checkCredentials(ctx, s.cfg.Store, params); err != nil {
 		return nil, false, err
 	}
 	carrier := propagation.MapCarrier{}

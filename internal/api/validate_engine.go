@@ -199,25 +199,35 @@ func checkModels(m *worker.Models, p *wfv1.RunParams) error {
 	return v.Err()
 }
 
-// checkModelCredentials checks that the stored credentials a run's models
-// name exist in the caller's tenant and hold an api_key field.
-func checkModelCredentials(ctx context.Context, st *store.Store, p *wfv1.RunParams) error {
+// checkCredentials checks that the stored credentials a run names exist in
+// the caller's tenant: those of its models (which must hold an api_key
+// field) and those of its auth bindings and login scripts. A credential
+// deleted after CreateRun ends the run authentication_error when it starts.
+func checkCredentials(ctx context.Context, st *store.Store, p *wfv1.RunParams) error {
+	type ref struct{ field, name, needs string }
+	refs := []ref{
+		{"params.controller.api_key_credential", p.GetController().GetApiKeyCredential(), "api_key"},
+		{"params.judge.model.api_key_credential", p.GetJudge().GetModel().GetApiKeyCredential(), "api_key"},
+		{"params.auth.global_callback.script.credential", p.GetAuth().GetGlobalCallback().GetScript().GetCredential(), ""},
+	}
+	for i, b := range p.GetAuth().GetBindings() {
+		refs = append(refs,
+			ref{fmt.Sprintf("params.auth.bindings[%d].credential", i), b.GetCredential(), ""},
+			ref{fmt.Sprintf("params.auth.bindings[%d].custom_callback.script.credential", i), b.GetCustomCallback().GetScript().GetCredential(), ""})
+	}
 	var v fault.Violations
-	for field, name := range map[string]string{
-		"params.controller.api_key_credential":  p.GetController().GetApiKeyCredential(),
-		"params.judge.model.api_key_credential": p.GetJudge().GetModel().GetApiKeyCredential(),
-	} {
-		if name == "" {
+	for _, r := range refs {
+		if r.name == "" {
 			continue
 		}
-		c, err := st.GetCredential(ctx, tenant.ID(ctx), name)
+		c, err := st.GetCredential(ctx, tenant.ID(ctx), r.name)
 		switch {
 		case errors.Is(err, fault.ErrNotFound):
-			v.Add(field, "no credential named %q", name)
+			v.Add(r.field, "no credential named %q", r.name)
 		case err != nil:
 			return err
-		case !slices.Contains(c.Fields, "api_key"):
-			v.Add(field, "credential %q has no api_key field (use an API_KEY credential)", name)
+		case r.needs != "" && !slices.Contains(c.Fields, r.needs):
+			v.Add(r.field, "credential %q has no %s field (use an API_KEY credential)", r.name, r.needs)
 		}
 	}
 	return v.Err()

@@ -130,7 +130,6 @@ func TestValidateParamsErrors(t *testing.T) {
 		{name: "prompt runner url", params: validParams(func(p *wfv1.RunParams) { p.PromptRunner = &wfv1.PromptRunner{Url: "hook"} }), kind: fault.ErrInvalidArgument, field: "params.prompt_runner.url", only: true},
 		{name: "actions per turn", params: validParams(func(p *wfv1.RunParams) { p.ActionsPerTurn = 9 }), kind: fault.ErrInvalidArgument, field: "params.actions_per_turn", only: true},
 		{name: "max tokens", params: validParams(func(p *wfv1.RunParams) { p.MaxTokens = -1 }), kind: fault.ErrInvalidArgument, field: "params.max_tokens", only: true},
-		{name: "auth", params: validParams(func(p *wfv1.RunParams) { p.Auth = &wfv1.AuthConfig{} }), kind: fault.ErrUnimplemented, field: "params.auth", only: true},
 		{
 			name: "invalid and unimplemented",
 			params: validParams(func(p *wfv1.RunParams) {

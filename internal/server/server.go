@@ -179,6 +179,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 			AllowPrivateNetworks: cfg.AllowPrivateNetworks,
 			Logger:               logger, Tracer: tracer, Metrics: worker.NewMetrics(reg),
 			NetMetrics: netguard.NewMetrics(reg), Models: models, Prices: prices, Keyring: keyring,
+			CallbackHost: cfg.CallbackHost,
 		}))
 		qcfg.Workers, qcfg.Concurrency = workers, browsers.Capacity()
 	}

@@ -40,6 +40,8 @@ func (w *Worker) authHooks(ctx context.Context, env *runEnv) (runner.Hooks, erro
 	a, err := auth.New(cfg, auth.Options{
 		RunID:             env.run.GetId(),
 		HTTPClient:        w.cfg.Egress,
+		CDPListenHost:     w.cfg.CallbackHost,
+		CDPAdvertiseHost:  w.cfg.CallbackHost,
 		NavigationTimeout: bc.GetNavigationTimeout().AsDuration(),
 		StepTimeout:       bc.GetActionTimeout().AsDuration(),
 		Logger:            env.log,

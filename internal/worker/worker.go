@@ -61,6 +61,9 @@ type Config struct {
 	// Keyring opens runs' sealed params and stored credentials. Required
 	// for runs with secrets.
 	Keyring *secrets.Keyring
+	// CallbackHost is the host the CDP endpoint handed to login webhooks
+	// listens on and is advertised with. Default 127.0.0.1.
+	CallbackHost string
 	// Governance is the politeness state the worker's runs share: the
 	// per-domain rate limiter, the robots.txt cache, the server's site
 	// profiles and default rate (governance.New). Nil: each run gets its
