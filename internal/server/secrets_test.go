@@ -57,14 +57,17 @@ func newFormLoginSite(t *testing.T) *formLoginSite {
 </form>`
 	mux.HandleFunc("/login", page(form))
 	mux.HandleFunc("/favicon.ico", http.NotFound)
-	mux.HandleFunc("/dashboard", page(`<!doctype html><title>Dashboard</title><h1>Welcome, alice</h1><p>You are signed in.</p>`))
+	// The dashboard echoes the password (badly built sites do): in text,
+	// in a field and, base64-encoded, in its URL. Redaction hides it.
+	mux.HandleFunc("/dashboard", page(`<!doctype html><title>Dashboard</title><h1>Welcome, alice</h1><p>You are signed in.</p>
+<p>Your password is `+html.EscapeString(formLoginPassword)+`</p><label>Saved password <input value="`+html.EscapeString(formLoginPassword)+`"></label>`))
 	mux.HandleFunc("POST /session", func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		s.mu.Lock()
 		s.posts = append(s.posts, r.PostForm)
 		s.mu.Unlock()
 		if r.PostForm.Get("username") == "alice" && r.PostForm.Get("password") == formLoginPassword {
-			http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
+			http.Redirect(w, r, "/dashboard?t="+base64.URLEncoding.EncodeToString([]byte(formLoginPassword)), http.StatusSeeOther)
 			return
 		}
 		page(strings.Replace(form, "<h1>Sign in</h1>", "<h1>Sign in</h1><p>Wrong username or password</p>", 1))(w, r)
@@ -194,9 +197,10 @@ func restBody(t *testing.T, url string) string {
 }
 
 // A FormLogin run with an inline password logs in through the API with
-// the offline step controller, which writes only placeholders; afterwards
-// the password is in no table of the database (the sealed params hold it
-// encrypted), no log line, no event stream and no API response.
+// the offline step controller, which writes only placeholders, on a site
+// that echoes the password after login; afterwards the password is in no
+// table of the database (the sealed params hold it encrypted), no log line,
+// no event stream and no API response.
 func TestFormLoginPasswordIsFoundNowhere(t *testing.T) {
 	t.Parallel()
 	site := newFormLoginSite(t)
@@ -244,6 +248,7 @@ func TestFormLoginPasswordIsFoundNowhere(t *testing.T) {
 	require.NoError(t, err)
 	stepsText := protoText(t, steps)
 	require.Contains(t, stepsText, `"value":"{{password}}"`, "the fill is recorded with its placeholder")
+	require.Contains(t, stepsText, "/dashboard?t={{password}}", "the echoed password is redacted")
 	requireNowhere(t, "ListSteps", stepsText)
 	prs, err := ts.client.ListPromptRuns(ctx, &wfv1.ListPromptRunsRequest{RunId: run.Id, PageSize: 200})
 	require.NoError(t, err)
