@@ -18,8 +18,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -221,10 +219,6 @@ func TestFormLoginPasswordIsFoundNowhere(t *testing.T) {
 			}},
 		}}},
 	}})
-	if status.Code(err) == codes.Unimplemented && strings.Contains(err.Error(), "params.auth") {
-		// TODO(secrets): remove once auth params are accepted (issue 5).
-		t.Skip("auth params are not accepted yet: ", err)
-	}
 	require.NoError(t, err)
 	final := waitFinished(t, ts.client, run.Id)
 	require.Equal(t, wfv1.RunStatus_RUN_STATUS_COMPLETED, final.Status, "%s\n%s", final.Summary, describeSteps(t, ts.client, run.Id))
