@@ -14,6 +14,7 @@ import (
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/fault"
+	"github.com/wayfinder/wayfinder/internal/governance"
 	"github.com/wayfinder/wayfinder/internal/guard"
 )
 
@@ -97,6 +98,7 @@ func validateParams(p *wfv1.RunParams, maxRunTimeout time.Duration) (*wfv1.RunPa
 
 	validateEngine(&v, p)
 	validateAuth(&v, p.Auth)
+	validateGovernance(&v, p.Governance)
 
 	p.Browser = validateBrowser(&v, p.Browser, maxRunTimeout)
 	validateLabels(&v, p.Labels)
@@ -161,6 +163,9 @@ func validateBrowser(v *fault.Violations, b *wfv1.BrowserConfig, maxRunTimeout t
 			v.Add("params.browser.timezone", "not an IANA time zone: %q", b.Timezone)
 		}
 	}
+	if b.Profile != "" && !governance.ProfileNamePattern.MatchString(b.Profile) {
+		v.Add("params.browser.profile", "must match %s", governance.ProfileNamePattern)
+	}
 	b.NavigationTimeout = validateDuration(v, "params.browser.navigation_timeout", b.NavigationTimeout, defaultNavTimeout, time.Second, 5*time.Minute)
 	b.ActionTimeout = validateDuration(v, "params.browser.action_timeout", b.ActionTimeout, defaultActionTimeout, time.Second, 5*time.Minute)
 	b.RunTimeout = validateDuration(v, "params.browser.run_timeout", b.RunTimeout, maxRunTimeout, min(minRunTimeout, maxRunTimeout), maxRunTimeout)
@@ -215,5 +220,18 @@ func parseLabelSelector(v *fault.Violations, selectors []string) map[string]stri
 func validateRequestID(v *fault.Violations, id string) {
 	if len(id) > maxRequestIDLen {
 		v.Add("request_id", "at most %d characters", maxRequestIDLen)
+	}
+}
+
+// validateGovernance checks a run's politeness and consent rules.
+func validateGovernance(v *fault.Violations, g *wfv1.GovernanceConfig) {
+	if g == nil {
+		return
+	}
+	if n := g.GetMaxActionsPerMinute(); n < 0 || n > 600 {
+		v.Add("params.governance.max_actions_per_minute", "must be between 1 and 600, or 0 for the default (got %d)", n)
+	}
+	if _, ok := wfv1.ConsentPolicy_name[int32(g.GetConsent())]; !ok {
+		v.Add("params.governance.consent", "unknown consent policy %d", g.GetConsent())
 	}
 }

@@ -130,6 +130,9 @@ func TestValidateParamsErrors(t *testing.T) {
 		{name: "prompt runner url", params: validParams(func(p *wfv1.RunParams) { p.PromptRunner = &wfv1.PromptRunner{Url: "hook"} }), kind: fault.ErrInvalidArgument, field: "params.prompt_runner.url", only: true},
 		{name: "actions per turn", params: validParams(func(p *wfv1.RunParams) { p.ActionsPerTurn = 9 }), kind: fault.ErrInvalidArgument, field: "params.actions_per_turn", only: true},
 		{name: "max tokens", params: validParams(func(p *wfv1.RunParams) { p.MaxTokens = -1 }), kind: fault.ErrInvalidArgument, field: "params.max_tokens", only: true},
+		{name: "rate limit", params: validParams(func(p *wfv1.RunParams) { p.Governance = &wfv1.GovernanceConfig{MaxActionsPerMinute: 601} }), kind: fault.ErrInvalidArgument, field: "params.governance.max_actions_per_minute", only: true},
+		{name: "consent policy", params: validParams(func(p *wfv1.RunParams) { p.Governance = &wfv1.GovernanceConfig{Consent: 42} }), kind: fault.ErrInvalidArgument, field: "params.governance.consent", only: true},
+		{name: "profile name", params: validParams(func(p *wfv1.RunParams) { p.Browser = &wfv1.BrowserConfig{Profile: "My Profile"} }), kind: fault.ErrInvalidArgument, field: "params.browser.profile", only: true},
 		{
 			name: "invalid and unimplemented",
 			params: validParams(func(p *wfv1.RunParams) {

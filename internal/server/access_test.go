@@ -272,7 +272,8 @@ func TestTenantIsolation(t *testing.T) {
 	}
 
 	// Every method of every tenant-facing service has a case.
-	for _, sd := range []grpc.ServiceDesc{wfv1.RunService_ServiceDesc, wfv1.CredentialService_ServiceDesc, wfv1.AccessService_ServiceDesc} {
+	for _, sd := range []grpc.ServiceDesc{wfv1.RunService_ServiceDesc, wfv1.CredentialService_ServiceDesc,
+		wfv1.AccessService_ServiceDesc, wfv1.SiteProfileService_ServiceDesc} {
 		for _, m := range sd.Methods {
 			name := "/" + sd.ServiceName + "/" + m.MethodName
 			require.Contains(t, cases, name, "no isolation case for %s", name)
@@ -307,10 +308,42 @@ func TestTenantIsolation(t *testing.T) {
 	}
 }
 
-// isolationCases returns the isolation cases of services registered by
-// other parts of the server (site profiles): none yet beyond the above.
-func isolationCases(*testing.T, *testServer, context.Context, context.Context) map[string]func() error {
-	return nil
+// isolationCases are the SiteProfileService's isolation cases: tenant A
+// keeps a profile of shop.test; B can neither read, list nor delete it,
+// and B's own profile of the same domain leaves A's alone.
+func isolationCases(t *testing.T, ts *testServer, actx, bctx context.Context) map[string]func() error {
+	sp := wfv1.NewSiteProfileServiceClient(ts.conn)
+	_, err := sp.PutSiteProfile(actx, &wfv1.PutSiteProfileRequest{Profile: &wfv1.SiteProfile{
+		Domain: "shop.test", Notes: "A's notes", Consent: &wfv1.ConsentSelectors{Banner: "#cookies", Accept: "#accept"}}})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		got, err := sp.GetSiteProfile(actx, &wfv1.GetSiteProfileRequest{Domain: "shop.test"})
+		require.NoError(t, err, "B's calls removed A's profile")
+		require.Equal(t, "A's notes", got.Notes, "B's calls changed A's profile")
+	})
+	return map[string]func() error{
+		"/wayfinder.v1.SiteProfileService/GetSiteProfile": func() error {
+			_, err := sp.GetSiteProfile(bctx, &wfv1.GetSiteProfileRequest{Domain: "shop.test"})
+			return err
+		},
+		"/wayfinder.v1.SiteProfileService/ListSiteProfiles": func() error {
+			l, err := sp.ListSiteProfiles(bctx, &wfv1.ListSiteProfilesRequest{})
+			require.NoError(t, err)
+			for _, p := range l.Profiles {
+				require.NotEqual(t, "A's notes", p.Notes, "B lists A's profile")
+			}
+			return status.Error(codes.NotFound, "n/a")
+		},
+		"/wayfinder.v1.SiteProfileService/DeleteSiteProfile": func() error {
+			_, err := sp.DeleteSiteProfile(bctx, &wfv1.DeleteSiteProfileRequest{Domain: "shop.test"})
+			return err
+		},
+		"/wayfinder.v1.SiteProfileService/PutSiteProfile": func() error {
+			_, err := sp.PutSiteProfile(bctx, &wfv1.PutSiteProfileRequest{Profile: &wfv1.SiteProfile{Domain: "other.test", Notes: "B's"}})
+			require.NoError(t, err)
+			return status.Error(codes.NotFound, "n/a")
+		},
+	}
 }
 
 func pollFinished(t *testing.T, ctx context.Context, c wfv1.RunServiceClient, id string) *wfv1.Run {

@@ -39,6 +39,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/api"
 	"github.com/wayfinder/wayfinder/internal/config"
 	"github.com/wayfinder/wayfinder/internal/events"
+	"github.com/wayfinder/wayfinder/internal/governance"
 	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/netguard"
 	"github.com/wayfinder/wayfinder/internal/pool"
@@ -134,6 +135,10 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	siteProfiles, err := governance.LoadProfiles(cfg.SiteProfilesDir)
+	if err != nil {
+		return fmt.Errorf("site profiles: %w", err)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -180,6 +185,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 			Logger:               logger, Tracer: tracer, Metrics: worker.NewMetrics(reg),
 			NetMetrics: netguard.NewMetrics(reg), Models: models, Prices: prices, Keyring: keyring,
 			CallbackHost: cfg.CallbackHost,
+			Governance:   governance.New(governance.Config{Profiles: siteProfiles, DefaultRate: cfg.DomainRateLimit}),
 		}))
 		qcfg.Workers, qcfg.Concurrency = workers, browsers.Capacity()
 	}
@@ -210,7 +216,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if serves {
 		grpcSrv, httpSrv, addrs, err = startAPI(ctx, cfg, apiDeps{
 			store: st, queue: q, hub: hub, logger: logger, reg: reg, tp: opts.TracerProvider, models: models,
-			keyring: keyring, local: local,
+			keyring: keyring, local: local, siteProfiles: siteProfiles,
 			ready: func() bool { return ready.Load() && st.Ping(ctx) == nil && (browsers == nil || browsers.Ready()) },
 		}, serveErr)
 		if err != nil {
@@ -285,6 +291,8 @@ type apiDeps struct {
 	keyring *secrets.Keyring
 	// local is single-user mode: no API keys, loopback only.
 	local bool
+	// siteProfiles are the server's site profiles (WAYFINDER_SITE_PROFILES_DIR).
+	siteProfiles *governance.Profiles
 }
 
 // recovered turns a panic in a handler into an INTERNAL error (the
@@ -329,6 +337,7 @@ func startAPI(ctx context.Context, cfg config.Config, d apiDeps, errc chan<- err
 	wfv1.RegisterRunServiceServer(grpcSrv, runs)
 	wfv1.RegisterAccessServiceServer(grpcSrv, api.NewAccessService(d.store, d.logger))
 	wfv1.RegisterCredentialServiceServer(grpcSrv, api.NewCredentialService(d.store, d.keyring, d.logger))
+	wfv1.RegisterSiteProfileServiceServer(grpcSrv, api.NewSiteProfileService(d.store, d.siteProfiles))
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
 	reflection.Register(grpcSrv)

@@ -61,5 +61,7 @@ func (w *Worker) hooks(ctx context.Context, env *runEnv) (runner.Hooks, error) {
 	if err != nil {
 		return nil, err
 	}
-	return runner.JoinHooks(auth, gov), nil
+	// Governance first: a robots.txt or rate refusal comes before any
+	// login, and a consent banner is cleared before a login script clicks.
+	return runner.JoinHooks(gov, auth), nil
 }
