@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -84,6 +86,27 @@ func redactMap(r *runner.Redactor, fd protoreflect.FieldDescriptor, mp protorefl
 type redactingHandler struct {
 	h slog.Handler
 	r *runner.Redactor
+	// later, when set, holds the redactor instead of r: the run's logger
+	// exists before the run's secrets are known (lateRedactingLogger).
+	later *atomic.Pointer[runner.Redactor]
+	// pending are attributes added with With to a late handler, added to
+	// each record so that they are redacted with it.
+	pending []slog.Attr
+}
+
+// lateRedactingLogger returns log with its records redacted by the
+// redactor stored in ref once there is one (until then they pass as they
+// are: nothing secret is known yet).
+func lateRedactingLogger(log *slog.Logger, ref *atomic.Pointer[runner.Redactor]) *slog.Logger {
+	return slog.New(&redactingHandler{h: log.Handler(), later: ref})
+}
+
+// redactor is the handler's current redactor (nil: none yet).
+func (h *redactingHandler) redactor() *runner.Redactor {
+	if h.later != nil {
+		return h.later.Load()
+	}
+	return h.r
 }
 
 // redactLogger returns log with its records redacted by r (log itself when
@@ -103,38 +126,57 @@ func (h *redactingHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h *redactingHandler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
+	r := h.redactor()
+	if r == nil {
+		if len(h.pending) > 0 {
+			rec = rec.Clone()
+			rec.AddAttrs(h.pending...)
+		}
+		return h.h.Handle(ctx, rec)
+	}
+	out := slog.NewRecord(rec.Time, rec.Level, r.String(rec.Message), rec.PC)
+	for _, a := range h.pending {
+		out.AddAttrs(attr(r, a))
+	}
 	rec.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(h.attr(a))
+		out.AddAttrs(attr(r, a))
 		return true
 	})
 	return h.h.Handle(ctx, out)
 }
 
+// WithAttrs redacts attributes added to the logger when they are added;
+// a late redactor does not know its values yet, so those attributes are
+// kept with the handler and redacted with each record.
 func (h *redactingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	if h.later != nil {
+		return &redactingHandler{h: h.h, later: h.later, pending: append(slices.Clip(h.pending), as...)}
+	}
 	red := make([]slog.Attr, len(as))
 	for i, a := range as {
-		red[i] = h.attr(a)
+		red[i] = attr(h.r, a)
 	}
 	return &redactingHandler{h: h.h.WithAttrs(red), r: h.r}
 }
 
+// WithGroup starts a group; with a late redactor, attributes added before
+// it are written inside it (the worker's run loggers use no groups).
 func (h *redactingHandler) WithGroup(name string) slog.Handler {
-	return &redactingHandler{h: h.h.WithGroup(name), r: h.r}
+	return &redactingHandler{h: h.h.WithGroup(name), r: h.r, later: h.later, pending: h.pending}
 }
 
 // attr redacts a's value: strings, errors, Stringers and other values by
 // their text, groups member by member.
-func (h *redactingHandler) attr(a slog.Attr) slog.Attr {
+func attr(r *runner.Redactor, a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, h.r.String(v.String()))
+		return slog.String(a.Key, r.String(v.String()))
 	case slog.KindGroup:
 		g := v.Group()
 		red := make([]any, len(g))
 		for i, m := range g {
-			red[i] = h.attr(m)
+			red[i] = attr(r, m)
 		}
 		return slog.Group(a.Key, red...)
 	case slog.KindAny:
@@ -147,7 +189,7 @@ func (h *redactingHandler) attr(a slog.Attr) slog.Attr {
 		default:
 			s = fmt.Sprint(x)
 		}
-		if rs := h.r.String(s); rs != s {
+		if rs := r.String(s); rs != s {
 			return slog.String(a.Key, rs)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -95,4 +97,25 @@ func TestSinkOutcomeRedacted(t *testing.T) {
 	require.Equal(t, "https://example.com/?p={{password}}", o.FinalURL)
 	require.Equal(t, "{{password}}", o.Summary)
 	require.Equal(t, "saw {{password}}", o.Verdict.Reason)
+}
+
+// TestLateRedactingLogger: a run's logger made before its secrets are
+// known redacts them, in messages and in attributes added with With,
+// once the redactor is set.
+func TestLateRedactingLogger(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	var ref atomic.Pointer[runner.Redactor]
+	log := lateRedactingLogger(slog.New(slog.NewJSONHandler(&buf, nil)), &ref).With("url", "https://x.test/?p="+password)
+	log.Info("before: nothing known", "note", "plain")
+	require.Contains(t, buf.String(), "plain")
+	ref.Store(testRedactor())
+	log.Info("typed "+password, "err", errors.New("bad token tok-abcdef"))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 2)
+	out := lines[1]
+	require.NotContains(t, out, password)
+	require.NotContains(t, out, "tok-abcdef")
+	require.Contains(t, out, "{{password}}")
+	require.Contains(t, out, "[redacted]")
 }

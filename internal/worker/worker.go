@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -172,6 +173,10 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR, Error: runError(re)})
 	}
 
+	// The run's log is redacted once its secrets are known (below).
+	var redactor atomic.Pointer[runner.Redactor]
+	log = lateRedactingLogger(log, &redactor)
+
 	// Every request of the run's context goes through its own proxy, which
 	// enforces the domain policy on the addresses it dials.
 	blocks := netguard.NewLog(netguard.DefaultMaxBlocks, w.cfg.NetMetrics)
@@ -191,6 +196,8 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR, Error: runError(re)})
 	}
 	params.Secrets, params.Redact = env.secrets, env.redact
+	redact := runner.NewRedactor(env.secrets, env.redact)
+	redactor.Store(redact)
 	if err := b.start(ctx); err != nil {
 		if ctx.Err() != nil {
 			return w.interrupted(ctx, run, log)
@@ -202,7 +209,8 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 	}
 	defer b.close()
 
-	sink := &sink{store: w.cfg.Store, runID: run.Id, tracer: w.cfg.Tracer, metrics: w.cfg.Metrics, blocks: blocks, log: log}
+	sink := &sink{store: w.cfg.Store, runID: run.Id, tracer: w.cfg.Tracer, metrics: w.cfg.Metrics, blocks: blocks, log: log,
+		redact: redact}
 	res, err := w.cfg.Runner.Run(ctx, b, params, sink)
 	for _, f := range env.atEnd {
 		f(bg)
