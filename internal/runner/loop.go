@@ -155,7 +155,10 @@ func (r *Runner) newRun(ctx context.Context, b Browser, p Params, sink Sink) (*r
 	if err != nil {
 		return nil, err
 	}
-	red := NewRedactor(p.Secrets, p.Redact)
+	red := p.Redactor
+	if red == nil {
+		red = NewRedactor(p.Secrets, p.Redact)
+	}
 	ru := &run{
 		r: r, ctx: ctx, record: context.WithoutCancel(ctx), b: b, p: p, sink: sink,
 		observe: p.Controller.Provider() == llm.ProviderSteps,

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/wayfinder/wayfinder/internal/browser"
@@ -35,12 +37,44 @@ const MinRedactLength = 4
 // are left as they are, so redacting twice changes nothing. A nil or empty
 // Redactor returns its input.
 type Redactor struct {
-	rep *strings.Replacer
+	mu      sync.Mutex // serialises Add
+	secrets []Secret
+	values  []string
+	rep     atomic.Pointer[strings.Replacer]
 }
 
 // NewRedactor returns the Redactor of secrets and of the further values;
 // empty values and values shorter than MinRedactLength are skipped.
 func NewRedactor(secrets []Secret, values []string) *Redactor {
+	r := &Redactor{secrets: slices.Clone(secrets), values: slices.Clone(values)}
+	r.rep.Store(replacer(r.secrets, r.values))
+	return r
+}
+
+// Add adds values to redact (as Redacted) from now on: secrets learnt
+// while the run goes, such as an OAuth token acquired on the way. Safe for
+// concurrent use with everything else.
+func (r *Redactor) Add(values ...string) {
+	if r == nil || len(values) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	added := false
+	for _, v := range values {
+		if v != "" && !slices.Contains(r.values, v) {
+			r.values = append(r.values, v)
+			added = true
+		}
+	}
+	if added {
+		r.rep.Store(replacer(r.secrets, r.values))
+	}
+}
+
+// replacer builds the replacer of secrets and values; nil when there is
+// nothing to redact.
+func replacer(secrets []Secret, values []string) *strings.Replacer {
 	type pair struct{ old, new string }
 	var pairs []pair
 	seen := map[string]bool{}
@@ -66,25 +100,20 @@ func NewRedactor(secrets []Secret, values []string) *Redactor {
 		forms(v, Redacted)
 	}
 	if len(pairs) == 0 {
-		return &Redactor{}
+		return nil
 	}
-	// What redaction writes is kept as is (mapped to itself), so a value
-	// that occurs inside a placeholder does not eat into it on a second
-	// pass.
 	for _, s := range secrets {
 		add(Placeholder(s.Name), Placeholder(s.Name))
 	}
 	add(Redacted, Redacted)
-	// strings.Replacer prefers, at one position, the pair given first.
 	slices.SortStableFunc(pairs, func(a, b pair) int { return cmp.Compare(len(b.old), len(a.old)) })
 	args := make([]string, 0, 2*len(pairs))
 	for _, p := range pairs {
 		args = append(args, p.old, p.new)
 	}
-	return &Redactor{rep: strings.NewReplacer(args...)}
+	return strings.NewReplacer(args...)
 }
 
-// encodings are the forms of v to look for.
 func encodings(v string) []string {
 	out := []string{v, url.QueryEscape(v), url.PathEscape(v), html.EscapeString(v),
 		base64.StdEncoding.EncodeToString([]byte(v)), base64.URLEncoding.EncodeToString([]byte(v)),
@@ -105,14 +134,14 @@ func encodings(v string) []string {
 }
 
 // Active reports whether r redacts anything.
-func (r *Redactor) Active() bool { return r != nil && r.rep != nil }
+func (r *Redactor) Active() bool { return r != nil && r.rep.Load() != nil }
 
 // String returns s with every secret value replaced.
 func (r *Redactor) String(s string) string {
 	if !r.Active() || s == "" {
 		return s
 	}
-	return r.rep.Replace(s)
+	return r.rep.Load().Replace(s)
 }
 
 // Bytes returns b with every secret value replaced (b itself when there is
@@ -122,7 +151,7 @@ func (r *Redactor) Bytes(b []byte) []byte {
 		return b
 	}
 	s := string(b)
-	if out := r.rep.Replace(s); out != s {
+	if out := r.rep.Load().Replace(s); out != s {
 		return []byte(out)
 	}
 	return b

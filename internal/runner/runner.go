@@ -119,6 +119,10 @@ type Params struct {
 	// hold, even if a page echoes them: they are replaced by [redacted]
 	// (see Redactor). Default none.
 	Redact []string
+	// Redactor, when set, is the run's redactor instead of one built from
+	// Secrets and Redact (it must cover them): the caller can Add values
+	// it learns while the run goes.
+	Redactor *Redactor
 }
 
 // JudgeStrategy selects how completion is decided (seed 000 §3.6).

@@ -417,3 +417,22 @@ func TestSecretsInvalidEndTheRunBeforeItStarts(t *testing.T) {
 	require.NotContains(t, res.Err.Message, "hunter22")
 	require.Empty(t, m.Requests())
 }
+
+// TestRedactorAdd: values learnt during a run (an OAuth token acquired on
+// the way) are redacted from then on, with the ones known at the start.
+func TestRedactorAdd(t *testing.T) {
+	t.Parallel()
+	r := NewRedactor(nil, nil)
+	require.False(t, r.Active())
+	require.Equal(t, "token tok-1234567", r.String("token tok-1234567"))
+	r.Add("tok-1234567", "")
+	require.True(t, r.Active())
+	require.Equal(t, "token [redacted]", r.String("token tok-1234567"))
+
+	r = NewRedactor([]Secret{{Name: "password", Value: "hunter2-pw", Domains: []string{"*"}}}, nil)
+	r.Add("acquired-token-1")
+	r.Add("acquired-token-1") // again: no change
+	require.Equal(t, "{{password}} [redacted]", r.String("hunter2-pw acquired-token-1"))
+	var nilRedactor *Redactor
+	nilRedactor.Add("x-value") // a nil Redactor ignores Add
+}

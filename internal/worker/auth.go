@@ -37,7 +37,8 @@ func (w *Worker) authHooks(ctx context.Context, env *runEnv) (runner.Hooks, erro
 		return nil, &runner.Error{Category: runner.CategoryAuthentication, Message: err.Error()}
 	}
 	bc := env.run.GetParams().GetBrowser()
-	a, err := auth.New(cfg, auth.Options{
+	var a *auth.Auth
+	a, err = auth.New(cfg, auth.Options{
 		RunID:             env.run.GetId(),
 		HTTPClient:        w.cfg.Egress,
 		CDPListenHost:     w.cfg.CallbackHost,
@@ -46,6 +47,8 @@ func (w *Worker) authHooks(ctx context.Context, env *runEnv) (runner.Hooks, erro
 		StepTimeout:       bc.GetActionTimeout().AsDuration(),
 		Logger:            env.log,
 		OnApplied: func(ctx context.Context, ap auth.Applied) {
+			// An OAuth token acquired on the way is a secret too.
+			env.learn(a.Redact()...)
 			env.event(ctx, &wfv1.RunEvent{Type: wfv1.RunEventType_RUN_EVENT_TYPE_AUTH_APPLIED,
 				Status: wfv1.RunStatus_RUN_STATUS_RUNNING, Message: appliedMessage(ap)})
 			if ap.Credential != "" {

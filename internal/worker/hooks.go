@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/runner"
@@ -29,6 +30,16 @@ type runEnv struct {
 	// client secrets) that must never be shown or recorded even if a page
 	// echoes them.
 	redact []string
+	// redactor is the run's redactor once the run starts; secrets learnt
+	// on the way (acquired OAuth tokens) are added to it (learn).
+	redactor *atomic.Pointer[runner.Redactor]
+}
+
+// learn adds secret values learnt while the run goes to its redaction.
+func (e *runEnv) learn(values ...string) {
+	if e.redactor != nil {
+		e.redactor.Load().Add(values...)
+	}
 }
 
 // event appends a run event; failures are logged, never fatal.

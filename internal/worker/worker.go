@@ -187,7 +187,7 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 	defer proxy.Close()
 
 	b := &leasedBrowser{pool: w.cfg.Pool, proxy: proxy.URL(), blocks: blocks, log: log}
-	env := &runEnv{run: run, tenant: run.GetTenantId(), b: b, store: w.cfg.Store, log: log}
+	env := &runEnv{run: run, tenant: run.GetTenantId(), b: b, store: w.cfg.Store, log: log, redactor: &redactor}
 	if params.Hooks, err = w.hooks(ctx, env); err != nil {
 		var re *runner.Error
 		if !errors.As(err, &re) {
@@ -197,6 +197,7 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 	}
 	params.Secrets, params.Redact = env.secrets, env.redact
 	redact := runner.NewRedactor(env.secrets, env.redact)
+	params.Redactor = redact
 	redactor.Store(redact)
 	if err := b.start(ctx); err != nil {
 		if ctx.Err() != nil {
