@@ -104,7 +104,7 @@ func runDemo(ctx context.Context, cfg config.Config) error {
 		return fmt.Errorf("server did not start (see %s): %w", logPath, err)
 	}
 	fmt.Printf("server:      REST http://%s  gRPC %s\n\n", addrs.HTTP, addrs.GRPC)
-	res, err := demo.Run(ctx, addrs.HTTP, siteURL, cfg.DataDir, os.Stdout)
+	res, err := demo.Run(ctx, addrs.HTTP, cfg.AdminKey, siteURL, cfg.DataDir, os.Stdout)
 	if err == nil && res.Status != "RUN_STATUS_COMPLETED" {
 		err = fmt.Errorf("demo run ended %s", res.Status)
 	}

@@ -42,9 +42,10 @@ type Result struct {
 	ScreenshotFile string
 }
 
-// Run submits a run for startURL to the REST API at httpAddr, prints its
-// events to out as they arrive, and saves the final screenshot in outDir.
-func Run(ctx context.Context, httpAddr, startURL, outDir string, out io.Writer) (*Result, error) {
+// Run submits a run for startURL to the REST API at httpAddr (with apiKey
+// when the server requires keys; empty in local mode), prints its events
+// to out as they arrive, and saves the final screenshot in outDir.
+func Run(ctx context.Context, httpAddr, apiKey, startURL, outDir string, out io.Writer) (*Result, error) {
 	base := "http://" + httpAddr
 	body, _ := json.Marshal(map[string]any{
 		"goal":            Goal,
@@ -57,12 +58,12 @@ func Run(ctx context.Context, httpAddr, startURL, outDir string, out io.Writer) 
 		ID     string `json:"id"`
 		Status string `json:"status"`
 	}
-	if err := call(ctx, http.MethodPost, base+"/v1/runs", body, &run); err != nil {
+	if err := call(ctx, apiKey, http.MethodPost, base+"/v1/runs", body, &run); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "run %s %s\n\nevents (GET %s/v1/runs/%s/events):\n", run.ID, run.Status, base, run.ID)
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/runs/"+run.ID+"/events", nil)
+	req, err := newRequest(ctx, apiKey, http.MethodGet, base+"/v1/runs/"+run.ID+"/events", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +109,7 @@ func Run(ctx context.Context, httpAddr, startURL, outDir string, out io.Writer) 
 			Message  string `json:"message"`
 		} `json:"error"`
 	}
-	if err := call(ctx, http.MethodGet, base+"/v1/runs/"+run.ID, nil, &final); err != nil {
+	if err := call(ctx, apiKey, http.MethodGet, base+"/v1/runs/"+run.ID, nil, &final); err != nil {
 		return nil, err
 	}
 	res := &Result{RunID: final.ID, Status: final.Status}
@@ -128,7 +129,7 @@ func Run(ctx context.Context, httpAddr, startURL, outDir string, out io.Writer) 
 	}
 	if final.FinalScreenshotMediaID != "" {
 		res.ScreenshotURL = base + "/v1/media/" + final.FinalScreenshotMediaID
-		img, err := fetch(ctx, res.ScreenshotURL)
+		img, err := fetch(ctx, apiKey, res.ScreenshotURL)
 		if err != nil {
 			return nil, err
 		}
@@ -144,8 +145,20 @@ func Run(ctx context.Context, httpAddr, startURL, outDir string, out io.Writer) 
 	return res, nil
 }
 
-func call(ctx context.Context, method, url string, body []byte, out any) error {
+// newRequest is a request to the API, with the API key when there is one.
+func newRequest(ctx context.Context, apiKey, method, url string, body []byte) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	return req, nil
+}
+
+func call(ctx context.Context, apiKey, method, url string, body []byte, out any) error {
+	req, err := newRequest(ctx, apiKey, method, url, body)
 	if err != nil {
 		return err
 	}
@@ -165,8 +178,8 @@ func call(ctx context.Context, method, url string, body []byte, out any) error {
 	return json.Unmarshal(raw, out)
 }
 
-func fetch(ctx context.Context, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+func fetch(ctx context.Context, apiKey, url string) ([]byte, error) {
+	req, err := newRequest(ctx, apiKey, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
