@@ -204,6 +204,63 @@ func (ErrorCategory) EnumDescriptor() ([]byte, []int) {
 	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{1}
 }
 
+// ApprovalTimeoutPolicy is what an unanswered approval becomes.
+type ApprovalTimeoutPolicy int32
+
+const (
+	// APPROVAL_TIMEOUT_POLICY_REJECT.
+	ApprovalTimeoutPolicy_APPROVAL_TIMEOUT_POLICY_UNSPECIFIED ApprovalTimeoutPolicy = 0
+	// Treated as a rejection: the model is told "human_rejected: no answer".
+	ApprovalTimeoutPolicy_APPROVAL_TIMEOUT_POLICY_REJECT ApprovalTimeoutPolicy = 1
+	// The run ends FAILED.
+	ApprovalTimeoutPolicy_APPROVAL_TIMEOUT_POLICY_FAIL ApprovalTimeoutPolicy = 2
+	// The run ends CANCELLED.
+	ApprovalTimeoutPolicy_APPROVAL_TIMEOUT_POLICY_CANCEL ApprovalTimeoutPolicy = 3
+)
+
+// Enum value maps for ApprovalTimeoutPolicy.
+var (
+	ApprovalTimeoutPolicy_name = map[int32]string{
+		0: "APPROVAL_TIMEOUT_POLICY_UNSPECIFIED",
+		1: "APPROVAL_TIMEOUT_POLICY_REJECT",
+		2: "APPROVAL_TIMEOUT_POLICY_FAIL",
+		3: "APPROVAL_TIMEOUT_POLICY_CANCEL",
+	}
+	ApprovalTimeoutPolicy_value = map[string]int32{
+		"APPROVAL_TIMEOUT_POLICY_UNSPECIFIED": 0,
+		"APPROVAL_TIMEOUT_POLICY_REJECT":      1,
+		"APPROVAL_TIMEOUT_POLICY_FAIL":        2,
+		"APPROVAL_TIMEOUT_POLICY_CANCEL":      3,
+	}
+)
+
+func (x ApprovalTimeoutPolicy) Enum() *ApprovalTimeoutPolicy {
+	p := new(ApprovalTimeoutPolicy)
+	*p = x
+	return p
+}
+
+func (x ApprovalTimeoutPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ApprovalTimeoutPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfinder_v1_run_proto_enumTypes[2].Descriptor()
+}
+
+func (ApprovalTimeoutPolicy) Type() protoreflect.EnumType {
+	return &file_wayfinder_v1_run_proto_enumTypes[2]
+}
+
+func (x ApprovalTimeoutPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ApprovalTimeoutPolicy.Descriptor instead.
+func (ApprovalTimeoutPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{2}
+}
+
 // ConsentPolicy says what happens to cookie and consent banners.
 type ConsentPolicy int32
 
@@ -252,11 +309,11 @@ func (x ConsentPolicy) String() string {
 }
 
 func (ConsentPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfinder_v1_run_proto_enumTypes[2].Descriptor()
+	return file_wayfinder_v1_run_proto_enumTypes[3].Descriptor()
 }
 
 func (ConsentPolicy) Type() protoreflect.EnumType {
-	return &file_wayfinder_v1_run_proto_enumTypes[2]
+	return &file_wayfinder_v1_run_proto_enumTypes[3]
 }
 
 func (x ConsentPolicy) Number() protoreflect.EnumNumber {
@@ -265,7 +322,7 @@ func (x ConsentPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ConsentPolicy.Descriptor instead.
 func (ConsentPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{2}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{3}
 }
 
 // JudgeStrategy selects how completion is decided.
@@ -308,11 +365,11 @@ func (x JudgeStrategy) String() string {
 }
 
 func (JudgeStrategy) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfinder_v1_run_proto_enumTypes[3].Descriptor()
+	return file_wayfinder_v1_run_proto_enumTypes[4].Descriptor()
 }
 
 func (JudgeStrategy) Type() protoreflect.EnumType {
-	return &file_wayfinder_v1_run_proto_enumTypes[3]
+	return &file_wayfinder_v1_run_proto_enumTypes[4]
 }
 
 func (x JudgeStrategy) Number() protoreflect.EnumNumber {
@@ -321,7 +378,7 @@ func (x JudgeStrategy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JudgeStrategy.Descriptor instead.
 func (JudgeStrategy) EnumDescriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{3}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{4}
 }
 
 // BasicAuthStrategy says how basic credentials are applied.
@@ -360,11 +417,11 @@ func (x BasicAuthStrategy) String() string {
 }
 
 func (BasicAuthStrategy) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfinder_v1_run_proto_enumTypes[4].Descriptor()
+	return file_wayfinder_v1_run_proto_enumTypes[5].Descriptor()
 }
 
 func (BasicAuthStrategy) Type() protoreflect.EnumType {
-	return &file_wayfinder_v1_run_proto_enumTypes[4]
+	return &file_wayfinder_v1_run_proto_enumTypes[5]
 }
 
 func (x BasicAuthStrategy) Number() protoreflect.EnumNumber {
@@ -373,7 +430,7 @@ func (x BasicAuthStrategy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BasicAuthStrategy.Descriptor instead.
 func (BasicAuthStrategy) EnumDescriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{4}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{5}
 }
 
 // RunEventType names what happened.
@@ -402,6 +459,8 @@ const (
 	// The governance rules refused or delayed something (robots.txt, a
 	// consent banner handled by policy).
 	RunEventType_RUN_EVENT_TYPE_POLICY RunEventType = 14
+	// A person took over the browser (takeover) or handed it back.
+	RunEventType_RUN_EVENT_TYPE_TAKEOVER RunEventType = 15
 )
 
 // Enum value maps for RunEventType.
@@ -422,6 +481,7 @@ var (
 		12: "RUN_EVENT_TYPE_FINISHED",
 		13: "RUN_EVENT_TYPE_AUTH_APPLIED",
 		14: "RUN_EVENT_TYPE_POLICY",
+		15: "RUN_EVENT_TYPE_TAKEOVER",
 	}
 	RunEventType_value = map[string]int32{
 		"RUN_EVENT_TYPE_UNSPECIFIED":        0,
@@ -439,6 +499,7 @@ var (
 		"RUN_EVENT_TYPE_FINISHED":           12,
 		"RUN_EVENT_TYPE_AUTH_APPLIED":       13,
 		"RUN_EVENT_TYPE_POLICY":             14,
+		"RUN_EVENT_TYPE_TAKEOVER":           15,
 	}
 )
 
@@ -453,11 +514,11 @@ func (x RunEventType) String() string {
 }
 
 func (RunEventType) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfinder_v1_run_proto_enumTypes[5].Descriptor()
+	return file_wayfinder_v1_run_proto_enumTypes[6].Descriptor()
 }
 
 func (RunEventType) Type() protoreflect.EnumType {
-	return &file_wayfinder_v1_run_proto_enumTypes[5]
+	return &file_wayfinder_v1_run_proto_enumTypes[6]
 }
 
 func (x RunEventType) Number() protoreflect.EnumNumber {
@@ -466,7 +527,7 @@ func (x RunEventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RunEventType.Descriptor instead.
 func (RunEventType) EnumDescriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{5}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{6}
 }
 
 // RunParams is everything a caller can say about a run. Only goal and
@@ -521,7 +582,19 @@ type RunParams struct {
 	ActionsPerTurn int32 `protobuf:"varint,18,opt,name=actions_per_turn,json=actionsPerTurn,proto3" json:"actions_per_turn,omitempty"`
 	// Politeness and consent rules: robots.txt, per-domain action rate,
 	// cookie banners.
-	Governance    *GovernanceConfig `protobuf:"bytes,19,opt,name=governance,proto3" json:"governance,omitempty"`
+	Governance *GovernanceConfig `protobuf:"bytes,19,opt,name=governance,proto3" json:"governance,omitempty"`
+	// Server-side human checkpoints, evaluated after every action; the model
+	// cannot bypass them.
+	Checkpoints []*Checkpoint `protobuf:"bytes,20,rep,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	// How long a run waits at a checkpoint (or a request_human_approval) for
+	// an answer, and what happens then.
+	Approval *ApprovalSettings `protobuf:"bytes,21,opt,name=approval,proto3" json:"approval,omitempty"`
+	// Success and failure indicators: they verify a claimed success and
+	// classify failures.
+	Completion *CompletionCriteria `protobuf:"bytes,22,opt,name=completion,proto3" json:"completion,omitempty"`
+	// Where the service POSTs the run's result when it ends (and, optionally,
+	// approval requests), signed with HMAC-SHA256.
+	Webhook       *RunWebhook `protobuf:"bytes,23,opt,name=webhook,proto3" json:"webhook,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -689,6 +762,667 @@ func (x *RunParams) GetGovernance() *GovernanceConfig {
 	return nil
 }
 
+func (x *RunParams) GetCheckpoints() []*Checkpoint {
+	if x != nil {
+		return x.Checkpoints
+	}
+	return nil
+}
+
+func (x *RunParams) GetApproval() *ApprovalSettings {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+func (x *RunParams) GetCompletion() *CompletionCriteria {
+	if x != nil {
+		return x.Completion
+	}
+	return nil
+}
+
+func (x *RunParams) GetWebhook() *RunWebhook {
+	if x != nil {
+		return x.Webhook
+	}
+	return nil
+}
+
+// Checkpoint pauses the run for a human when the page after an action
+// matches every condition it sets (at least one).
+type Checkpoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Shown to the approver.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// RE2 regular expression matched against the page URL.
+	UrlPattern string `protobuf:"bytes,2,opt,name=url_pattern,json=urlPattern,proto3" json:"url_pattern,omitempty"`
+	// RE2 regular expression matched against the page title.
+	TitlePattern string `protobuf:"bytes,3,opt,name=title_pattern,json=titlePattern,proto3" json:"title_pattern,omitempty"`
+	// An element of the page snapshot whose role equals element_role (when
+	// set) and whose accessible name matches element_name_pattern (RE2).
+	ElementRole        string `protobuf:"bytes,4,opt,name=element_role,json=elementRole,proto3" json:"element_role,omitempty"`
+	ElementNamePattern string `protobuf:"bytes,5,opt,name=element_name_pattern,json=elementNamePattern,proto3" json:"element_name_pattern,omitempty"`
+	// Trigger once per run (default) or every time it matches.
+	Repeat        bool `protobuf:"varint,6,opt,name=repeat,proto3" json:"repeat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Checkpoint) Reset() {
+	*x = Checkpoint{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Checkpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Checkpoint) ProtoMessage() {}
+
+func (x *Checkpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
+func (*Checkpoint) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Checkpoint) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetUrlPattern() string {
+	if x != nil {
+		return x.UrlPattern
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetTitlePattern() string {
+	if x != nil {
+		return x.TitlePattern
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetElementRole() string {
+	if x != nil {
+		return x.ElementRole
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetElementNamePattern() string {
+	if x != nil {
+		return x.ElementNamePattern
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetRepeat() bool {
+	if x != nil {
+		return x.Repeat
+	}
+	return false
+}
+
+// ApprovalSettings bound the wait for a human.
+type ApprovalSettings struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1s-24h. Default: no timeout (the run's run_timeout still applies).
+	Timeout       *durationpb.Duration  `protobuf:"bytes,1,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	OnTimeout     ApprovalTimeoutPolicy `protobuf:"varint,2,opt,name=on_timeout,json=onTimeout,proto3,enum=wayfinder.v1.ApprovalTimeoutPolicy" json:"on_timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalSettings) Reset() {
+	*x = ApprovalSettings{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalSettings) ProtoMessage() {}
+
+func (x *ApprovalSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalSettings.ProtoReflect.Descriptor instead.
+func (*ApprovalSettings) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ApprovalSettings) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
+func (x *ApprovalSettings) GetOnTimeout() ApprovalTimeoutPolicy {
+	if x != nil {
+		return x.OnTimeout
+	}
+	return ApprovalTimeoutPolicy_APPROVAL_TIMEOUT_POLICY_UNSPECIFIED
+}
+
+// Indicator is one observable condition of the page. Exactly one of the
+// conditions is set.
+type Indicator struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Shown in results.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Types that are valid to be assigned to Condition:
+	//
+	//	*Indicator_UrlPattern
+	//	*Indicator_TitlePattern
+	//	*Indicator_TextPresent
+	//	*Indicator_ElementPresent
+	//	*Indicator_JsExpression
+	Condition     isIndicator_Condition `protobuf_oneof:"condition"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Indicator) Reset() {
+	*x = Indicator{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Indicator) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Indicator) ProtoMessage() {}
+
+func (x *Indicator) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Indicator.ProtoReflect.Descriptor instead.
+func (*Indicator) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Indicator) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Indicator) GetCondition() isIndicator_Condition {
+	if x != nil {
+		return x.Condition
+	}
+	return nil
+}
+
+func (x *Indicator) GetUrlPattern() string {
+	if x != nil {
+		if x, ok := x.Condition.(*Indicator_UrlPattern); ok {
+			return x.UrlPattern
+		}
+	}
+	return ""
+}
+
+func (x *Indicator) GetTitlePattern() string {
+	if x != nil {
+		if x, ok := x.Condition.(*Indicator_TitlePattern); ok {
+			return x.TitlePattern
+		}
+	}
+	return ""
+}
+
+func (x *Indicator) GetTextPresent() string {
+	if x != nil {
+		if x, ok := x.Condition.(*Indicator_TextPresent); ok {
+			return x.TextPresent
+		}
+	}
+	return ""
+}
+
+func (x *Indicator) GetElementPresent() string {
+	if x != nil {
+		if x, ok := x.Condition.(*Indicator_ElementPresent); ok {
+			return x.ElementPresent
+		}
+	}
+	return ""
+}
+
+func (x *Indicator) GetJsExpression() string {
+	if x != nil {
+		if x, ok := x.Condition.(*Indicator_JsExpression); ok {
+			return x.JsExpression
+		}
+	}
+	return ""
+}
+
+type isIndicator_Condition interface {
+	isIndicator_Condition()
+}
+
+type Indicator_UrlPattern struct {
+	// RE2 regular expression matched against the page URL.
+	UrlPattern string `protobuf:"bytes,2,opt,name=url_pattern,json=urlPattern,proto3,oneof"`
+}
+
+type Indicator_TitlePattern struct {
+	// RE2 regular expression matched against the page title.
+	TitlePattern string `protobuf:"bytes,3,opt,name=title_pattern,json=titlePattern,proto3,oneof"`
+}
+
+type Indicator_TextPresent struct {
+	// Text present in the page's visible text (case-insensitive).
+	TextPresent string `protobuf:"bytes,4,opt,name=text_present,json=textPresent,proto3,oneof"`
+}
+
+type Indicator_ElementPresent struct {
+	// A CSS selector that matches a visible element.
+	ElementPresent string `protobuf:"bytes,5,opt,name=element_present,json=elementPresent,proto3,oneof"`
+}
+
+type Indicator_JsExpression struct {
+	// A JavaScript expression evaluated in the page; truthy matches.
+	// Runs in the page with the page's privileges; at most 2000
+	// characters; bounded to 2s.
+	JsExpression string `protobuf:"bytes,6,opt,name=js_expression,json=jsExpression,proto3,oneof"`
+}
+
+func (*Indicator_UrlPattern) isIndicator_Condition() {}
+
+func (*Indicator_TitlePattern) isIndicator_Condition() {}
+
+func (*Indicator_TextPresent) isIndicator_Condition() {}
+
+func (*Indicator_ElementPresent) isIndicator_Condition() {}
+
+func (*Indicator_JsExpression) isIndicator_Condition() {}
+
+// CompletionCriteria are a run's declared outcomes.
+type CompletionCriteria struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// All must hold for a claimed success to be accepted (with the judge's
+	// verdict); when all hold after a step the run completes.
+	Success []*Indicator `protobuf:"bytes,1,rep,name=success,proto3" json:"success,omitempty"`
+	// Any of them ends the run FAILED, naming it.
+	Failure       []*Indicator `protobuf:"bytes,2,rep,name=failure,proto3" json:"failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompletionCriteria) Reset() {
+	*x = CompletionCriteria{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompletionCriteria) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompletionCriteria) ProtoMessage() {}
+
+func (x *CompletionCriteria) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompletionCriteria.ProtoReflect.Descriptor instead.
+func (*CompletionCriteria) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CompletionCriteria) GetSuccess() []*Indicator {
+	if x != nil {
+		return x.Success
+	}
+	return nil
+}
+
+func (x *CompletionCriteria) GetFailure() []*Indicator {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
+// IndicatorResult is an indicator's last evaluation.
+type IndicatorResult struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Indicator *Indicator             `protobuf:"bytes,1,opt,name=indicator,proto3" json:"indicator,omitempty"`
+	// "success" or "failure".
+	Kind    string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Matched bool   `protobuf:"varint,3,opt,name=matched,proto3" json:"matched,omitempty"`
+	// Why it did not evaluate (an invalid selector, a script error).
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	StepNumber    int32  `protobuf:"varint,5,opt,name=step_number,json=stepNumber,proto3" json:"step_number,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndicatorResult) Reset() {
+	*x = IndicatorResult{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndicatorResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndicatorResult) ProtoMessage() {}
+
+func (x *IndicatorResult) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndicatorResult.ProtoReflect.Descriptor instead.
+func (*IndicatorResult) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *IndicatorResult) GetIndicator() *Indicator {
+	if x != nil {
+		return x.Indicator
+	}
+	return nil
+}
+
+func (x *IndicatorResult) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *IndicatorResult) GetMatched() bool {
+	if x != nil {
+		return x.Matched
+	}
+	return false
+}
+
+func (x *IndicatorResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *IndicatorResult) GetStepNumber() int32 {
+	if x != nil {
+		return x.StepNumber
+	}
+	return 0
+}
+
+// RunWebhook is the run's result webhook.
+type RunWebhook struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// http(s) URL.
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// Also POST approval requests (event APPROVAL_REQUESTED).
+	OnApproval bool `protobuf:"varint,2,opt,name=on_approval,json=onApproval,proto3" json:"on_approval,omitempty"`
+	// Secret the signature is made with, 16-256 characters (stored sealed,
+	// shown redacted). Required.
+	Secret        string `protobuf:"bytes,3,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunWebhook) Reset() {
+	*x = RunWebhook{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunWebhook) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunWebhook) ProtoMessage() {}
+
+func (x *RunWebhook) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunWebhook.ProtoReflect.Descriptor instead.
+func (*RunWebhook) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RunWebhook) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *RunWebhook) GetOnApproval() bool {
+	if x != nil {
+		return x.OnApproval
+	}
+	return false
+}
+
+func (x *RunWebhook) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+// ApprovalRequest is a pause for a human.
+type ApprovalRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Server-assigned ID; SubmitApproval names it (optional).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// "model" (request_human_approval), "checkpoint" or "consent".
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	// What the run wants to do and why (the model's words or the
+	// checkpoint's name).
+	Action            string                 `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
+	Reason            string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	StepNumber        int32                  `protobuf:"varint,5,opt,name=step_number,json=stepNumber,proto3" json:"step_number,omitempty"`
+	Url               string                 `protobuf:"bytes,6,opt,name=url,proto3" json:"url,omitempty"`
+	ScreenshotMediaId string                 `protobuf:"bytes,7,opt,name=screenshot_media_id,json=screenshotMediaId,proto3" json:"screenshot_media_id,omitempty"`
+	RequestTime       *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=request_time,json=requestTime,proto3" json:"request_time,omitempty"`
+	// Set once answered.
+	AnswerTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=answer_time,json=answerTime,proto3" json:"answer_time,omitempty"`
+	Approved   bool                   `protobuf:"varint,10,opt,name=approved,proto3" json:"approved,omitempty"`
+	Message    string                 `protobuf:"bytes,11,opt,name=message,proto3" json:"message,omitempty"`
+	// "human", "timeout".
+	AnsweredBy    string `protobuf:"bytes,12,opt,name=answered_by,json=answeredBy,proto3" json:"answered_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalRequest) Reset() {
+	*x = ApprovalRequest{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalRequest) ProtoMessage() {}
+
+func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalRequest.ProtoReflect.Descriptor instead.
+func (*ApprovalRequest) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ApprovalRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetStepNumber() int32 {
+	if x != nil {
+		return x.StepNumber
+	}
+	return 0
+}
+
+func (x *ApprovalRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetScreenshotMediaId() string {
+	if x != nil {
+		return x.ScreenshotMediaId
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetRequestTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RequestTime
+	}
+	return nil
+}
+
+func (x *ApprovalRequest) GetAnswerTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AnswerTime
+	}
+	return nil
+}
+
+func (x *ApprovalRequest) GetApproved() bool {
+	if x != nil {
+		return x.Approved
+	}
+	return false
+}
+
+func (x *ApprovalRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetAnsweredBy() string {
+	if x != nil {
+		return x.AnsweredBy
+	}
+	return ""
+}
+
 // GovernanceConfig holds a run's politeness and consent rules.
 type GovernanceConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -708,7 +1442,7 @@ type GovernanceConfig struct {
 
 func (x *GovernanceConfig) Reset() {
 	*x = GovernanceConfig{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[1]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +1454,7 @@ func (x *GovernanceConfig) String() string {
 func (*GovernanceConfig) ProtoMessage() {}
 
 func (x *GovernanceConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[1]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +1467,7 @@ func (x *GovernanceConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GovernanceConfig.ProtoReflect.Descriptor instead.
 func (*GovernanceConfig) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{1}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GovernanceConfig) GetRespectRobotsTxt() bool {
@@ -789,7 +1523,7 @@ type ModelSettings struct {
 
 func (x *ModelSettings) Reset() {
 	*x = ModelSettings{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[2]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +1535,7 @@ func (x *ModelSettings) String() string {
 func (*ModelSettings) ProtoMessage() {}
 
 func (x *ModelSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[2]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +1548,7 @@ func (x *ModelSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelSettings.ProtoReflect.Descriptor instead.
 func (*ModelSettings) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{2}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ModelSettings) GetProvider() string {
@@ -917,7 +1651,7 @@ type JudgeSettings struct {
 
 func (x *JudgeSettings) Reset() {
 	*x = JudgeSettings{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[3]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1663,7 @@ func (x *JudgeSettings) String() string {
 func (*JudgeSettings) ProtoMessage() {}
 
 func (x *JudgeSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[3]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1676,7 @@ func (x *JudgeSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeSettings.ProtoReflect.Descriptor instead.
 func (*JudgeSettings) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{3}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *JudgeSettings) GetStrategy() JudgeStrategy {
@@ -981,7 +1715,7 @@ type JudgeFrequency struct {
 
 func (x *JudgeFrequency) Reset() {
 	*x = JudgeFrequency{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[4]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -993,7 +1727,7 @@ func (x *JudgeFrequency) String() string {
 func (*JudgeFrequency) ProtoMessage() {}
 
 func (x *JudgeFrequency) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[4]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1006,7 +1740,7 @@ func (x *JudgeFrequency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeFrequency.ProtoReflect.Descriptor instead.
 func (*JudgeFrequency) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{4}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *JudgeFrequency) GetFrequency() isJudgeFrequency_Frequency {
@@ -1090,7 +1824,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[5]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1102,7 +1836,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[5]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1115,7 +1849,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{5}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -1219,7 +1953,7 @@ type WebhookTool struct {
 
 func (x *WebhookTool) Reset() {
 	*x = WebhookTool{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[6]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1965,7 @@ func (x *WebhookTool) String() string {
 func (*WebhookTool) ProtoMessage() {}
 
 func (x *WebhookTool) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[6]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1978,7 @@ func (x *WebhookTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTool.ProtoReflect.Descriptor instead.
 func (*WebhookTool) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{6}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WebhookTool) GetUrl() string {
@@ -1279,7 +2013,7 @@ type McpTool struct {
 
 func (x *McpTool) Reset() {
 	*x = McpTool{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[7]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1291,7 +2025,7 @@ func (x *McpTool) String() string {
 func (*McpTool) ProtoMessage() {}
 
 func (x *McpTool) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[7]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1304,7 +2038,7 @@ func (x *McpTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpTool.ProtoReflect.Descriptor instead.
 func (*McpTool) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{7}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *McpTool) GetServerUrl() string {
@@ -1332,7 +2066,7 @@ type PromptRunner struct {
 
 func (x *PromptRunner) Reset() {
 	*x = PromptRunner{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[8]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1344,7 +2078,7 @@ func (x *PromptRunner) String() string {
 func (*PromptRunner) ProtoMessage() {}
 
 func (x *PromptRunner) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[8]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1357,7 +2091,7 @@ func (x *PromptRunner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRunner.ProtoReflect.Descriptor instead.
 func (*PromptRunner) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{8}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PromptRunner) GetUrl() string {
@@ -1387,7 +2121,7 @@ type AuthConfig struct {
 
 func (x *AuthConfig) Reset() {
 	*x = AuthConfig{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[9]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +2133,7 @@ func (x *AuthConfig) String() string {
 func (*AuthConfig) ProtoMessage() {}
 
 func (x *AuthConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[9]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +2146,7 @@ func (x *AuthConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthConfig.ProtoReflect.Descriptor instead.
 func (*AuthConfig) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{9}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AuthConfig) GetBindings() []*DomainAuthBinding {
@@ -1452,7 +2186,7 @@ type DomainAuthBinding struct {
 
 func (x *DomainAuthBinding) Reset() {
 	*x = DomainAuthBinding{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[10]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +2198,7 @@ func (x *DomainAuthBinding) String() string {
 func (*DomainAuthBinding) ProtoMessage() {}
 
 func (x *DomainAuthBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[10]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +2211,7 @@ func (x *DomainAuthBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DomainAuthBinding.ProtoReflect.Descriptor instead.
 func (*DomainAuthBinding) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{10}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DomainAuthBinding) GetDomains() []string {
@@ -1625,7 +2359,7 @@ type BasicAuth struct {
 
 func (x *BasicAuth) Reset() {
 	*x = BasicAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[11]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1637,7 +2371,7 @@ func (x *BasicAuth) String() string {
 func (*BasicAuth) ProtoMessage() {}
 
 func (x *BasicAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[11]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1650,7 +2384,7 @@ func (x *BasicAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BasicAuth.ProtoReflect.Descriptor instead.
 func (*BasicAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{11}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BasicAuth) GetUsername() string {
@@ -1689,7 +2423,7 @@ type BearerAuth struct {
 
 func (x *BearerAuth) Reset() {
 	*x = BearerAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[12]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +2435,7 @@ func (x *BearerAuth) String() string {
 func (*BearerAuth) ProtoMessage() {}
 
 func (x *BearerAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[12]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +2448,7 @@ func (x *BearerAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BearerAuth.ProtoReflect.Descriptor instead.
 func (*BearerAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{12}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BearerAuth) GetToken() string {
@@ -1753,7 +2487,7 @@ type ApiKeyAuth struct {
 
 func (x *ApiKeyAuth) Reset() {
 	*x = ApiKeyAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[13]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +2499,7 @@ func (x *ApiKeyAuth) String() string {
 func (*ApiKeyAuth) ProtoMessage() {}
 
 func (x *ApiKeyAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[13]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +2512,7 @@ func (x *ApiKeyAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKeyAuth.ProtoReflect.Descriptor instead.
 func (*ApiKeyAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{13}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ApiKeyAuth) GetKey() string {
@@ -1818,7 +2552,7 @@ type OAuthClientCredentials struct {
 
 func (x *OAuthClientCredentials) Reset() {
 	*x = OAuthClientCredentials{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[14]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1830,7 +2564,7 @@ func (x *OAuthClientCredentials) String() string {
 func (*OAuthClientCredentials) ProtoMessage() {}
 
 func (x *OAuthClientCredentials) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[14]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1843,7 +2577,7 @@ func (x *OAuthClientCredentials) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OAuthClientCredentials.ProtoReflect.Descriptor instead.
 func (*OAuthClientCredentials) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{14}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *OAuthClientCredentials) GetClientId() string {
@@ -1884,7 +2618,7 @@ type CookieAuth struct {
 
 func (x *CookieAuth) Reset() {
 	*x = CookieAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[15]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1896,7 +2630,7 @@ func (x *CookieAuth) String() string {
 func (*CookieAuth) ProtoMessage() {}
 
 func (x *CookieAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[15]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1909,7 +2643,7 @@ func (x *CookieAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CookieAuth.ProtoReflect.Descriptor instead.
 func (*CookieAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{15}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CookieAuth) GetCookies() []*Cookie {
@@ -1937,7 +2671,7 @@ type Cookie struct {
 
 func (x *Cookie) Reset() {
 	*x = Cookie{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[16]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1949,7 +2683,7 @@ func (x *Cookie) String() string {
 func (*Cookie) ProtoMessage() {}
 
 func (x *Cookie) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[16]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1962,7 +2696,7 @@ func (x *Cookie) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cookie.ProtoReflect.Descriptor instead.
 func (*Cookie) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{16}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Cookie) GetName() string {
@@ -2026,7 +2760,7 @@ type LocalStorageAuth struct {
 
 func (x *LocalStorageAuth) Reset() {
 	*x = LocalStorageAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[17]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2772,7 @@ func (x *LocalStorageAuth) String() string {
 func (*LocalStorageAuth) ProtoMessage() {}
 
 func (x *LocalStorageAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[17]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2785,7 @@ func (x *LocalStorageAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalStorageAuth.ProtoReflect.Descriptor instead.
 func (*LocalStorageAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{17}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LocalStorageAuth) GetOrigin() string {
@@ -2082,7 +2816,7 @@ type AuthCallback struct {
 
 func (x *AuthCallback) Reset() {
 	*x = AuthCallback{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[18]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2828,7 @@ func (x *AuthCallback) String() string {
 func (*AuthCallback) ProtoMessage() {}
 
 func (x *AuthCallback) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[18]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2841,7 @@ func (x *AuthCallback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthCallback.ProtoReflect.Descriptor instead.
 func (*AuthCallback) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{18}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AuthCallback) GetCallback() isAuthCallback_Callback {
@@ -2164,7 +2898,7 @@ type LoginScript struct {
 
 func (x *LoginScript) Reset() {
 	*x = LoginScript{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[19]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2176,7 +2910,7 @@ func (x *LoginScript) String() string {
 func (*LoginScript) ProtoMessage() {}
 
 func (x *LoginScript) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[19]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2189,7 +2923,7 @@ func (x *LoginScript) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginScript.ProtoReflect.Descriptor instead.
 func (*LoginScript) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{19}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LoginScript) GetSteps() []*LoginStep {
@@ -2225,7 +2959,7 @@ type LoginStep struct {
 
 func (x *LoginStep) Reset() {
 	*x = LoginStep{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[20]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2237,7 +2971,7 @@ func (x *LoginStep) String() string {
 func (*LoginStep) ProtoMessage() {}
 
 func (x *LoginStep) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[20]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2250,7 +2984,7 @@ func (x *LoginStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginStep.ProtoReflect.Descriptor instead.
 func (*LoginStep) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{20}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LoginStep) GetAction() string {
@@ -2303,7 +3037,7 @@ type CallbackWebhook struct {
 
 func (x *CallbackWebhook) Reset() {
 	*x = CallbackWebhook{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[21]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2315,7 +3049,7 @@ func (x *CallbackWebhook) String() string {
 func (*CallbackWebhook) ProtoMessage() {}
 
 func (x *CallbackWebhook) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[21]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2328,7 +3062,7 @@ func (x *CallbackWebhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackWebhook.ProtoReflect.Descriptor instead.
 func (*CallbackWebhook) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{21}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CallbackWebhook) GetUrl() string {
@@ -2381,7 +3115,7 @@ type BrowserConfig struct {
 
 func (x *BrowserConfig) Reset() {
 	*x = BrowserConfig{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[22]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2393,7 +3127,7 @@ func (x *BrowserConfig) String() string {
 func (*BrowserConfig) ProtoMessage() {}
 
 func (x *BrowserConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[22]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2406,7 +3140,7 @@ func (x *BrowserConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrowserConfig.ProtoReflect.Descriptor instead.
 func (*BrowserConfig) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{22}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BrowserConfig) GetViewport() *Viewport {
@@ -2477,7 +3211,7 @@ type Viewport struct {
 
 func (x *Viewport) Reset() {
 	*x = Viewport{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[23]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2489,7 +3223,7 @@ func (x *Viewport) String() string {
 func (*Viewport) ProtoMessage() {}
 
 func (x *Viewport) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[23]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2502,7 +3236,7 @@ func (x *Viewport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Viewport.ProtoReflect.Descriptor instead.
 func (*Viewport) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{23}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Viewport) GetWidth() int32 {
@@ -2556,14 +3290,18 @@ type Run struct {
 	// the judge's.
 	Summary string `protobuf:"bytes,18,opt,name=summary,proto3" json:"summary,omitempty"`
 	// The tenant that owns the run.
-	TenantId      string `protobuf:"bytes,19,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	TenantId string `protobuf:"bytes,19,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// The open approval request while AWAITING_APPROVAL.
+	PendingApproval *ApprovalRequest `protobuf:"bytes,20,opt,name=pending_approval,json=pendingApproval,proto3" json:"pending_approval,omitempty"`
+	// The completion indicators' last results.
+	Criteria      []*IndicatorResult `protobuf:"bytes,21,rep,name=criteria,proto3" json:"criteria,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +3313,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +3326,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{24}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Run) GetId() string {
@@ -2724,6 +3462,20 @@ func (x *Run) GetTenantId() string {
 	return ""
 }
 
+func (x *Run) GetPendingApproval() *ApprovalRequest {
+	if x != nil {
+		return x.PendingApproval
+	}
+	return nil
+}
+
+func (x *Run) GetCriteria() []*IndicatorResult {
+	if x != nil {
+		return x.Criteria
+	}
+	return nil
+}
+
 // Usage counts model tokens and their cost.
 type Usage struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
@@ -2742,7 +3494,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2754,7 +3506,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2767,7 +3519,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{25}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -2818,7 +3570,7 @@ type StepTimings struct {
 
 func (x *StepTimings) Reset() {
 	*x = StepTimings{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2830,7 +3582,7 @@ func (x *StepTimings) String() string {
 func (*StepTimings) ProtoMessage() {}
 
 func (x *StepTimings) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2843,7 +3595,7 @@ func (x *StepTimings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepTimings.ProtoReflect.Descriptor instead.
 func (*StepTimings) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{26}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StepTimings) GetSnapshot() *durationpb.Duration {
@@ -2887,7 +3639,7 @@ type RunError struct {
 
 func (x *RunError) Reset() {
 	*x = RunError{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2899,7 +3651,7 @@ func (x *RunError) String() string {
 func (*RunError) ProtoMessage() {}
 
 func (x *RunError) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2912,7 +3664,7 @@ func (x *RunError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunError.ProtoReflect.Descriptor instead.
 func (*RunError) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{27}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RunError) GetCategory() ErrorCategory {
@@ -2954,7 +3706,7 @@ type JudgeVerdict struct {
 
 func (x *JudgeVerdict) Reset() {
 	*x = JudgeVerdict{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2966,7 +3718,7 @@ func (x *JudgeVerdict) String() string {
 func (*JudgeVerdict) ProtoMessage() {}
 
 func (x *JudgeVerdict) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2979,7 +3731,7 @@ func (x *JudgeVerdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeVerdict.ProtoReflect.Descriptor instead.
 func (*JudgeVerdict) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{28}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *JudgeVerdict) GetDone() bool {
@@ -3058,14 +3810,16 @@ type Step struct {
 	BlockedRequests []*BlockedRequest `protobuf:"bytes,13,rep,name=blocked_requests,json=blockedRequests,proto3" json:"blocked_requests,omitempty"`
 	Timings         *StepTimings      `protobuf:"bytes,14,opt,name=timings,proto3" json:"timings,omitempty"`
 	// Tokens and cost of the step's model calls.
-	Usage         *Usage `protobuf:"bytes,15,opt,name=usage,proto3" json:"usage,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Usage *Usage `protobuf:"bytes,15,opt,name=usage,proto3" json:"usage,omitempty"`
+	// A small JPEG of the screenshot (320 px wide) for timelines.
+	ThumbnailMediaId string `protobuf:"bytes,16,opt,name=thumbnail_media_id,json=thumbnailMediaId,proto3" json:"thumbnail_media_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3831,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3844,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{29}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Step) GetRunId() string {
@@ -3198,6 +3952,13 @@ func (x *Step) GetUsage() *Usage {
 	return nil
 }
 
+func (x *Step) GetThumbnailMediaId() string {
+	if x != nil {
+		return x.ThumbnailMediaId
+	}
+	return ""
+}
+
 // PromptRun is one model call: what was sent, what came back, tokens, cost
 // and latency.
 type PromptRun struct {
@@ -3227,7 +3988,7 @@ type PromptRun struct {
 
 func (x *PromptRun) Reset() {
 	*x = PromptRun{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3239,7 +4000,7 @@ func (x *PromptRun) String() string {
 func (*PromptRun) ProtoMessage() {}
 
 func (x *PromptRun) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3252,7 +4013,7 @@ func (x *PromptRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRun.ProtoReflect.Descriptor instead.
 func (*PromptRun) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{30}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PromptRun) GetId() string {
@@ -3359,7 +4120,7 @@ type ToolEvent struct {
 
 func (x *ToolEvent) Reset() {
 	*x = ToolEvent{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3371,7 +4132,7 @@ func (x *ToolEvent) String() string {
 func (*ToolEvent) ProtoMessage() {}
 
 func (x *ToolEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3384,7 +4145,7 @@ func (x *ToolEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolEvent.ProtoReflect.Descriptor instead.
 func (*ToolEvent) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{31}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ToolEvent) GetStepNumber() int32 {
@@ -3428,7 +4189,7 @@ type BlockedRequest struct {
 
 func (x *BlockedRequest) Reset() {
 	*x = BlockedRequest{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3440,7 +4201,7 @@ func (x *BlockedRequest) String() string {
 func (*BlockedRequest) ProtoMessage() {}
 
 func (x *BlockedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3453,7 +4214,7 @@ func (x *BlockedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockedRequest.ProtoReflect.Descriptor instead.
 func (*BlockedRequest) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{32}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *BlockedRequest) GetTime() *timestamppb.Timestamp {
@@ -3520,7 +4281,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3532,7 +4293,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3545,7 +4306,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{33}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Action) GetTool() string {
@@ -3615,6 +4376,7 @@ type RunEvent struct {
 	//	*RunEvent_Run
 	//	*RunEvent_Tool
 	//	*RunEvent_Verdict
+	//	*RunEvent_Approval
 	Payload       isRunEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3622,7 +4384,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[34]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3634,7 +4396,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[34]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3647,7 +4409,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{34}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RunEvent) GetRunId() string {
@@ -3735,6 +4497,15 @@ func (x *RunEvent) GetVerdict() *JudgeVerdict {
 	return nil
 }
 
+func (x *RunEvent) GetApproval() *ApprovalRequest {
+	if x != nil {
+		if x, ok := x.Payload.(*RunEvent_Approval); ok {
+			return x.Approval
+		}
+	}
+	return nil
+}
+
 type isRunEvent_Payload interface {
 	isRunEvent_Payload()
 }
@@ -3759,6 +4530,11 @@ type RunEvent_Verdict struct {
 	Verdict *JudgeVerdict `protobuf:"bytes,13,opt,name=verdict,proto3,oneof"`
 }
 
+type RunEvent_Approval struct {
+	// APPROVAL_REQUESTED, APPROVAL_ANSWERED.
+	Approval *ApprovalRequest `protobuf:"bytes,14,opt,name=approval,proto3,oneof"`
+}
+
 func (*RunEvent_Step) isRunEvent_Payload() {}
 
 func (*RunEvent_Run) isRunEvent_Payload() {}
@@ -3767,11 +4543,13 @@ func (*RunEvent_Tool) isRunEvent_Payload() {}
 
 func (*RunEvent_Verdict) isRunEvent_Payload() {}
 
+func (*RunEvent_Approval) isRunEvent_Payload() {}
+
 var File_wayfinder_v1_run_proto protoreflect.FileDescriptor
 
 const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\n" +
-	"\x16wayfinder/v1/run.proto\x12\fwayfinder.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\a\n" +
+	"\x16wayfinder/v1/run.proto\x12\fwayfinder.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\t\n" +
 	"\tRunParams\x12\x12\n" +
 	"\x04goal\x18\x01 \x01(\tR\x04goal\x12\x1b\n" +
 	"\tstart_url\x18\x02 \x01(\tR\bstartUrl\x12\x1f\n" +
@@ -3798,13 +4576,74 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x10actions_per_turn\x18\x12 \x01(\x05R\x0eactionsPerTurn\x12>\n" +
 	"\n" +
 	"governance\x18\x13 \x01(\v2\x1e.wayfinder.v1.GovernanceConfigR\n" +
-	"governance\x1a9\n" +
+	"governance\x12:\n" +
+	"\vcheckpoints\x18\x14 \x03(\v2\x18.wayfinder.v1.CheckpointR\vcheckpoints\x12:\n" +
+	"\bapproval\x18\x15 \x01(\v2\x1e.wayfinder.v1.ApprovalSettingsR\bapproval\x12@\n" +
+	"\n" +
+	"completion\x18\x16 \x01(\v2 .wayfinder.v1.CompletionCriteriaR\n" +
+	"completion\x122\n" +
+	"\awebhook\x18\x17 \x01(\v2\x18.wayfinder.v1.RunWebhookR\awebhook\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
 	"\t_headlessB\x1b\n" +
 	"\x19_screenshot_history_depthB\x11\n" +
-	"\x0f_min_confidence\"\xac\x01\n" +
+	"\x0f_min_confidence\"\xd3\x01\n" +
+	"\n" +
+	"Checkpoint\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
+	"\vurl_pattern\x18\x02 \x01(\tR\n" +
+	"urlPattern\x12#\n" +
+	"\rtitle_pattern\x18\x03 \x01(\tR\ftitlePattern\x12!\n" +
+	"\felement_role\x18\x04 \x01(\tR\velementRole\x120\n" +
+	"\x14element_name_pattern\x18\x05 \x01(\tR\x12elementNamePattern\x12\x16\n" +
+	"\x06repeat\x18\x06 \x01(\bR\x06repeat\"\x8b\x01\n" +
+	"\x10ApprovalSettings\x123\n" +
+	"\atimeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12B\n" +
+	"\n" +
+	"on_timeout\x18\x02 \x01(\x0e2#.wayfinder.v1.ApprovalTimeoutPolicyR\tonTimeout\"\xed\x01\n" +
+	"\tIndicator\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\vurl_pattern\x18\x02 \x01(\tH\x00R\n" +
+	"urlPattern\x12%\n" +
+	"\rtitle_pattern\x18\x03 \x01(\tH\x00R\ftitlePattern\x12#\n" +
+	"\ftext_present\x18\x04 \x01(\tH\x00R\vtextPresent\x12)\n" +
+	"\x0felement_present\x18\x05 \x01(\tH\x00R\x0eelementPresent\x12%\n" +
+	"\rjs_expression\x18\x06 \x01(\tH\x00R\fjsExpressionB\v\n" +
+	"\tcondition\"z\n" +
+	"\x12CompletionCriteria\x121\n" +
+	"\asuccess\x18\x01 \x03(\v2\x17.wayfinder.v1.IndicatorR\asuccess\x121\n" +
+	"\afailure\x18\x02 \x03(\v2\x17.wayfinder.v1.IndicatorR\afailure\"\xad\x01\n" +
+	"\x0fIndicatorResult\x125\n" +
+	"\tindicator\x18\x01 \x01(\v2\x17.wayfinder.v1.IndicatorR\tindicator\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
+	"\amatched\x18\x03 \x01(\bR\amatched\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1f\n" +
+	"\vstep_number\x18\x05 \x01(\x05R\n" +
+	"stepNumber\"W\n" +
+	"\n" +
+	"RunWebhook\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x1f\n" +
+	"\von_approval\x18\x02 \x01(\bR\n" +
+	"onApproval\x12\x16\n" +
+	"\x06secret\x18\x03 \x01(\tR\x06secret\"\x9f\x03\n" +
+	"\x0fApprovalRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12\x16\n" +
+	"\x06action\x18\x03 \x01(\tR\x06action\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1f\n" +
+	"\vstep_number\x18\x05 \x01(\x05R\n" +
+	"stepNumber\x12\x10\n" +
+	"\x03url\x18\x06 \x01(\tR\x03url\x12.\n" +
+	"\x13screenshot_media_id\x18\a \x01(\tR\x11screenshotMediaId\x12=\n" +
+	"\frequest_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\vrequestTime\x12;\n" +
+	"\vanswer_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"answerTime\x12\x1a\n" +
+	"\bapproved\x18\n" +
+	" \x01(\bR\bapproved\x12\x18\n" +
+	"\amessage\x18\v \x01(\tR\amessage\x12\x1f\n" +
+	"\vanswered_by\x18\f \x01(\tR\n" +
+	"answeredBy\"\xac\x01\n" +
 	"\x10GovernanceConfig\x12,\n" +
 	"\x12respect_robots_txt\x18\x01 \x01(\bR\x10respectRobotsTxt\x123\n" +
 	"\x16max_actions_per_minute\x18\x02 \x01(\x05R\x13maxActionsPerMinute\x125\n" +
@@ -3951,7 +4790,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\aprofile\x18\b \x01(\tR\aprofile\"8\n" +
 	"\bViewport\x12\x14\n" +
 	"\x05width\x18\x01 \x01(\x05R\x05width\x12\x16\n" +
-	"\x06height\x18\x02 \x01(\x05R\x06height\"\x9e\x06\n" +
+	"\x06height\x18\x02 \x01(\x05R\x06height\"\xa3\a\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12/\n" +
 	"\x06params\x18\x02 \x01(\v2\x17.wayfinder.v1.RunParamsR\x06params\x12/\n" +
@@ -3976,7 +4815,9 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\tfinal_url\x18\x10 \x01(\tR\bfinalUrl\x12)\n" +
 	"\x05usage\x18\x11 \x01(\v2\x13.wayfinder.v1.UsageR\x05usage\x12\x18\n" +
 	"\asummary\x18\x12 \x01(\tR\asummary\x12\x1b\n" +
-	"\ttenant_id\x18\x13 \x01(\tR\btenantId\"\xbb\x01\n" +
+	"\ttenant_id\x18\x13 \x01(\tR\btenantId\x12H\n" +
+	"\x10pending_approval\x18\x14 \x01(\v2\x1d.wayfinder.v1.ApprovalRequestR\x0fpendingApproval\x129\n" +
+	"\bcriteria\x18\x15 \x03(\v2\x1d.wayfinder.v1.IndicatorResultR\bcriteria\"\xbb\x01\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12.\n" +
@@ -4003,7 +4844,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x122\n" +
 	"\x15suggested_next_action\x18\x05 \x01(\tR\x13suggestedNextAction\x12\x16\n" +
 	"\x06failed\x18\x06 \x01(\bR\x06failed\x12\x16\n" +
-	"\x06source\x18\a \x01(\tR\x06source\"\xf0\x04\n" +
+	"\x06source\x18\a \x01(\tR\x06source\"\x9e\x05\n" +
 	"\x04Step\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x05R\x06number\x129\n" +
@@ -4021,7 +4862,8 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x05actor\x18\f \x01(\tR\x05actor\x12G\n" +
 	"\x10blocked_requests\x18\r \x03(\v2\x1c.wayfinder.v1.BlockedRequestR\x0fblockedRequests\x123\n" +
 	"\atimings\x18\x0e \x01(\v2\x19.wayfinder.v1.StepTimingsR\atimings\x12)\n" +
-	"\x05usage\x18\x0f \x01(\v2\x13.wayfinder.v1.UsageR\x05usage\"\xcf\x03\n" +
+	"\x05usage\x18\x0f \x01(\v2\x13.wayfinder.v1.UsageR\x05usage\x12,\n" +
+	"\x12thumbnail_media_id\x18\x10 \x01(\tR\x10thumbnailMediaId\"\xcf\x03\n" +
 	"\tPromptRun\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x1f\n" +
@@ -4058,7 +4900,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1a\n" +
 	"\bstrategy\x18\x05 \x01(\tR\bstrategy\x125\n" +
 	"\bduration\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12/\n" +
-	"\x06result\x18\a \x01(\v2\x17.google.protobuf.StructR\x06result\"\xab\x03\n" +
+	"\x06result\x18\a \x01(\v2\x17.google.protobuf.StructR\x06result\"\xe8\x03\n" +
 	"\bRunEvent\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x03R\bsequence\x12.\n" +
@@ -4070,7 +4912,8 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	" \x01(\v2\x12.wayfinder.v1.StepH\x00R\x04step\x12%\n" +
 	"\x03run\x18\v \x01(\v2\x11.wayfinder.v1.RunH\x00R\x03run\x12-\n" +
 	"\x04tool\x18\f \x01(\v2\x17.wayfinder.v1.ToolEventH\x00R\x04tool\x126\n" +
-	"\averdict\x18\r \x01(\v2\x1a.wayfinder.v1.JudgeVerdictH\x00R\averdictB\t\n" +
+	"\averdict\x18\r \x01(\v2\x1a.wayfinder.v1.JudgeVerdictH\x00R\averdict\x12;\n" +
+	"\bapproval\x18\x0e \x01(\v2\x1d.wayfinder.v1.ApprovalRequestH\x00R\bapprovalB\t\n" +
 	"\apayload*\xfb\x01\n" +
 	"\tRunStatus\x12\x1a\n" +
 	"\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x15\n" +
@@ -4098,7 +4941,12 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x1aERROR_CATEGORY_WORKER_LOST\x10\v\x12#\n" +
 	"\x1fERROR_CATEGORY_NAVIGATION_ERROR\x10\f\x12\x1b\n" +
 	"\x17ERROR_CATEGORY_INTERNAL\x10\r\x12\"\n" +
-	"\x1eERROR_CATEGORY_BUDGET_EXCEEDED\x10\x0e*\x95\x01\n" +
+	"\x1eERROR_CATEGORY_BUDGET_EXCEEDED\x10\x0e*\xaa\x01\n" +
+	"\x15ApprovalTimeoutPolicy\x12'\n" +
+	"#APPROVAL_TIMEOUT_POLICY_UNSPECIFIED\x10\x00\x12\"\n" +
+	"\x1eAPPROVAL_TIMEOUT_POLICY_REJECT\x10\x01\x12 \n" +
+	"\x1cAPPROVAL_TIMEOUT_POLICY_FAIL\x10\x02\x12\"\n" +
+	"\x1eAPPROVAL_TIMEOUT_POLICY_CANCEL\x10\x03*\x95\x01\n" +
 	"\rConsentPolicy\x12\x1e\n" +
 	"\x1aCONSENT_POLICY_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14CONSENT_POLICY_MODEL\x10\x01\x12\x17\n" +
@@ -4113,7 +4961,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x11BasicAuthStrategy\x12#\n" +
 	"\x1fBASIC_AUTH_STRATEGY_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fBASIC_AUTH_STRATEGY_HTTP_HEADER\x10\x01\x12\"\n" +
-	"\x1eBASIC_AUTH_STRATEGY_FORM_LOGIN\x10\x02*\xf2\x03\n" +
+	"\x1eBASIC_AUTH_STRATEGY_FORM_LOGIN\x10\x02*\x8f\x04\n" +
 	"\fRunEventType\x12\x1e\n" +
 	"\x1aRUN_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15RUN_EVENT_TYPE_QUEUED\x10\x01\x12\x1a\n" +
@@ -4130,7 +4978,8 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x17RUN_EVENT_TYPE_REQUEUED\x10\v\x12\x1b\n" +
 	"\x17RUN_EVENT_TYPE_FINISHED\x10\f\x12\x1f\n" +
 	"\x1bRUN_EVENT_TYPE_AUTH_APPLIED\x10\r\x12\x19\n" +
-	"\x15RUN_EVENT_TYPE_POLICY\x10\x0eBAZ?github.com/wayfinder/wayfinder/api/gen/wayfinder/v1;wayfinderv1b\x06proto3"
+	"\x15RUN_EVENT_TYPE_POLICY\x10\x0e\x12\x1b\n" +
+	"\x17RUN_EVENT_TYPE_TAKEOVER\x10\x0fBAZ?github.com/wayfinder/wayfinder/api/gen/wayfinder/v1;wayfinderv1b\x06proto3"
 
 var (
 	file_wayfinder_v1_run_proto_rawDescOnce sync.Once
@@ -4144,143 +4993,165 @@ func file_wayfinder_v1_run_proto_rawDescGZIP() []byte {
 	return file_wayfinder_v1_run_proto_rawDescData
 }
 
-var file_wayfinder_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_wayfinder_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_wayfinder_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_wayfinder_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_wayfinder_v1_run_proto_goTypes = []any{
 	(RunStatus)(0),                 // 0: wayfinder.v1.RunStatus
 	(ErrorCategory)(0),             // 1: wayfinder.v1.ErrorCategory
-	(ConsentPolicy)(0),             // 2: wayfinder.v1.ConsentPolicy
-	(JudgeStrategy)(0),             // 3: wayfinder.v1.JudgeStrategy
-	(BasicAuthStrategy)(0),         // 4: wayfinder.v1.BasicAuthStrategy
-	(RunEventType)(0),              // 5: wayfinder.v1.RunEventType
-	(*RunParams)(nil),              // 6: wayfinder.v1.RunParams
-	(*GovernanceConfig)(nil),       // 7: wayfinder.v1.GovernanceConfig
-	(*ModelSettings)(nil),          // 8: wayfinder.v1.ModelSettings
-	(*JudgeSettings)(nil),          // 9: wayfinder.v1.JudgeSettings
-	(*JudgeFrequency)(nil),         // 10: wayfinder.v1.JudgeFrequency
-	(*ToolDefinition)(nil),         // 11: wayfinder.v1.ToolDefinition
-	(*WebhookTool)(nil),            // 12: wayfinder.v1.WebhookTool
-	(*McpTool)(nil),                // 13: wayfinder.v1.McpTool
-	(*PromptRunner)(nil),           // 14: wayfinder.v1.PromptRunner
-	(*AuthConfig)(nil),             // 15: wayfinder.v1.AuthConfig
-	(*DomainAuthBinding)(nil),      // 16: wayfinder.v1.DomainAuthBinding
-	(*BasicAuth)(nil),              // 17: wayfinder.v1.BasicAuth
-	(*BearerAuth)(nil),             // 18: wayfinder.v1.BearerAuth
-	(*ApiKeyAuth)(nil),             // 19: wayfinder.v1.ApiKeyAuth
-	(*OAuthClientCredentials)(nil), // 20: wayfinder.v1.OAuthClientCredentials
-	(*CookieAuth)(nil),             // 21: wayfinder.v1.CookieAuth
-	(*Cookie)(nil),                 // 22: wayfinder.v1.Cookie
-	(*LocalStorageAuth)(nil),       // 23: wayfinder.v1.LocalStorageAuth
-	(*AuthCallback)(nil),           // 24: wayfinder.v1.AuthCallback
-	(*LoginScript)(nil),            // 25: wayfinder.v1.LoginScript
-	(*LoginStep)(nil),              // 26: wayfinder.v1.LoginStep
-	(*CallbackWebhook)(nil),        // 27: wayfinder.v1.CallbackWebhook
-	(*BrowserConfig)(nil),          // 28: wayfinder.v1.BrowserConfig
-	(*Viewport)(nil),               // 29: wayfinder.v1.Viewport
-	(*Run)(nil),                    // 30: wayfinder.v1.Run
-	(*Usage)(nil),                  // 31: wayfinder.v1.Usage
-	(*StepTimings)(nil),            // 32: wayfinder.v1.StepTimings
-	(*RunError)(nil),               // 33: wayfinder.v1.RunError
-	(*JudgeVerdict)(nil),           // 34: wayfinder.v1.JudgeVerdict
-	(*Step)(nil),                   // 35: wayfinder.v1.Step
-	(*PromptRun)(nil),              // 36: wayfinder.v1.PromptRun
-	(*ToolEvent)(nil),              // 37: wayfinder.v1.ToolEvent
-	(*BlockedRequest)(nil),         // 38: wayfinder.v1.BlockedRequest
-	(*Action)(nil),                 // 39: wayfinder.v1.Action
-	(*RunEvent)(nil),               // 40: wayfinder.v1.RunEvent
-	nil,                            // 41: wayfinder.v1.RunParams.LabelsEntry
-	nil,                            // 42: wayfinder.v1.WebhookTool.HeadersEntry
-	nil,                            // 43: wayfinder.v1.PromptRunner.HeadersEntry
-	nil,                            // 44: wayfinder.v1.LocalStorageAuth.EntriesEntry
-	nil,                            // 45: wayfinder.v1.CallbackWebhook.HeadersEntry
-	(*structpb.Struct)(nil),        // 46: google.protobuf.Struct
-	(*durationpb.Duration)(nil),    // 47: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 48: google.protobuf.Timestamp
+	(ApprovalTimeoutPolicy)(0),     // 2: wayfinder.v1.ApprovalTimeoutPolicy
+	(ConsentPolicy)(0),             // 3: wayfinder.v1.ConsentPolicy
+	(JudgeStrategy)(0),             // 4: wayfinder.v1.JudgeStrategy
+	(BasicAuthStrategy)(0),         // 5: wayfinder.v1.BasicAuthStrategy
+	(RunEventType)(0),              // 6: wayfinder.v1.RunEventType
+	(*RunParams)(nil),              // 7: wayfinder.v1.RunParams
+	(*Checkpoint)(nil),             // 8: wayfinder.v1.Checkpoint
+	(*ApprovalSettings)(nil),       // 9: wayfinder.v1.ApprovalSettings
+	(*Indicator)(nil),              // 10: wayfinder.v1.Indicator
+	(*CompletionCriteria)(nil),     // 11: wayfinder.v1.CompletionCriteria
+	(*IndicatorResult)(nil),        // 12: wayfinder.v1.IndicatorResult
+	(*RunWebhook)(nil),             // 13: wayfinder.v1.RunWebhook
+	(*ApprovalRequest)(nil),        // 14: wayfinder.v1.ApprovalRequest
+	(*GovernanceConfig)(nil),       // 15: wayfinder.v1.GovernanceConfig
+	(*ModelSettings)(nil),          // 16: wayfinder.v1.ModelSettings
+	(*JudgeSettings)(nil),          // 17: wayfinder.v1.JudgeSettings
+	(*JudgeFrequency)(nil),         // 18: wayfinder.v1.JudgeFrequency
+	(*ToolDefinition)(nil),         // 19: wayfinder.v1.ToolDefinition
+	(*WebhookTool)(nil),            // 20: wayfinder.v1.WebhookTool
+	(*McpTool)(nil),                // 21: wayfinder.v1.McpTool
+	(*PromptRunner)(nil),           // 22: wayfinder.v1.PromptRunner
+	(*AuthConfig)(nil),             // 23: wayfinder.v1.AuthConfig
+	(*DomainAuthBinding)(nil),      // 24: wayfinder.v1.DomainAuthBinding
+	(*BasicAuth)(nil),              // 25: wayfinder.v1.BasicAuth
+	(*BearerAuth)(nil),             // 26: wayfinder.v1.BearerAuth
+	(*ApiKeyAuth)(nil),             // 27: wayfinder.v1.ApiKeyAuth
+	(*OAuthClientCredentials)(nil), // 28: wayfinder.v1.OAuthClientCredentials
+	(*CookieAuth)(nil),             // 29: wayfinder.v1.CookieAuth
+	(*Cookie)(nil),                 // 30: wayfinder.v1.Cookie
+	(*LocalStorageAuth)(nil),       // 31: wayfinder.v1.LocalStorageAuth
+	(*AuthCallback)(nil),           // 32: wayfinder.v1.AuthCallback
+	(*LoginScript)(nil),            // 33: wayfinder.v1.LoginScript
+	(*LoginStep)(nil),              // 34: wayfinder.v1.LoginStep
+	(*CallbackWebhook)(nil),        // 35: wayfinder.v1.CallbackWebhook
+	(*BrowserConfig)(nil),          // 36: wayfinder.v1.BrowserConfig
+	(*Viewport)(nil),               // 37: wayfinder.v1.Viewport
+	(*Run)(nil),                    // 38: wayfinder.v1.Run
+	(*Usage)(nil),                  // 39: wayfinder.v1.Usage
+	(*StepTimings)(nil),            // 40: wayfinder.v1.StepTimings
+	(*RunError)(nil),               // 41: wayfinder.v1.RunError
+	(*JudgeVerdict)(nil),           // 42: wayfinder.v1.JudgeVerdict
+	(*Step)(nil),                   // 43: wayfinder.v1.Step
+	(*PromptRun)(nil),              // 44: wayfinder.v1.PromptRun
+	(*ToolEvent)(nil),              // 45: wayfinder.v1.ToolEvent
+	(*BlockedRequest)(nil),         // 46: wayfinder.v1.BlockedRequest
+	(*Action)(nil),                 // 47: wayfinder.v1.Action
+	(*RunEvent)(nil),               // 48: wayfinder.v1.RunEvent
+	nil,                            // 49: wayfinder.v1.RunParams.LabelsEntry
+	nil,                            // 50: wayfinder.v1.WebhookTool.HeadersEntry
+	nil,                            // 51: wayfinder.v1.PromptRunner.HeadersEntry
+	nil,                            // 52: wayfinder.v1.LocalStorageAuth.EntriesEntry
+	nil,                            // 53: wayfinder.v1.CallbackWebhook.HeadersEntry
+	(*durationpb.Duration)(nil),    // 54: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 55: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),        // 56: google.protobuf.Struct
 }
 var file_wayfinder_v1_run_proto_depIdxs = []int32{
-	8,  // 0: wayfinder.v1.RunParams.controller:type_name -> wayfinder.v1.ModelSettings
-	9,  // 1: wayfinder.v1.RunParams.judge:type_name -> wayfinder.v1.JudgeSettings
-	11, // 2: wayfinder.v1.RunParams.tools:type_name -> wayfinder.v1.ToolDefinition
-	15, // 3: wayfinder.v1.RunParams.auth:type_name -> wayfinder.v1.AuthConfig
-	28, // 4: wayfinder.v1.RunParams.browser:type_name -> wayfinder.v1.BrowserConfig
-	41, // 5: wayfinder.v1.RunParams.labels:type_name -> wayfinder.v1.RunParams.LabelsEntry
-	14, // 6: wayfinder.v1.RunParams.prompt_runner:type_name -> wayfinder.v1.PromptRunner
-	7,  // 7: wayfinder.v1.RunParams.governance:type_name -> wayfinder.v1.GovernanceConfig
-	2,  // 8: wayfinder.v1.GovernanceConfig.consent:type_name -> wayfinder.v1.ConsentPolicy
-	3,  // 9: wayfinder.v1.JudgeSettings.strategy:type_name -> wayfinder.v1.JudgeStrategy
-	10, // 10: wayfinder.v1.JudgeSettings.frequency:type_name -> wayfinder.v1.JudgeFrequency
-	8,  // 11: wayfinder.v1.JudgeSettings.model:type_name -> wayfinder.v1.ModelSettings
-	46, // 12: wayfinder.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
-	46, // 13: wayfinder.v1.ToolDefinition.output_schema:type_name -> google.protobuf.Struct
-	12, // 14: wayfinder.v1.ToolDefinition.webhook:type_name -> wayfinder.v1.WebhookTool
-	13, // 15: wayfinder.v1.ToolDefinition.mcp:type_name -> wayfinder.v1.McpTool
-	42, // 16: wayfinder.v1.WebhookTool.headers:type_name -> wayfinder.v1.WebhookTool.HeadersEntry
-	47, // 17: wayfinder.v1.WebhookTool.timeout:type_name -> google.protobuf.Duration
-	43, // 18: wayfinder.v1.PromptRunner.headers:type_name -> wayfinder.v1.PromptRunner.HeadersEntry
-	16, // 19: wayfinder.v1.AuthConfig.bindings:type_name -> wayfinder.v1.DomainAuthBinding
-	24, // 20: wayfinder.v1.AuthConfig.global_callback:type_name -> wayfinder.v1.AuthCallback
-	17, // 21: wayfinder.v1.DomainAuthBinding.basic:type_name -> wayfinder.v1.BasicAuth
-	18, // 22: wayfinder.v1.DomainAuthBinding.bearer:type_name -> wayfinder.v1.BearerAuth
-	19, // 23: wayfinder.v1.DomainAuthBinding.api_key:type_name -> wayfinder.v1.ApiKeyAuth
-	20, // 24: wayfinder.v1.DomainAuthBinding.oauth_client_credentials:type_name -> wayfinder.v1.OAuthClientCredentials
-	21, // 25: wayfinder.v1.DomainAuthBinding.cookie:type_name -> wayfinder.v1.CookieAuth
-	23, // 26: wayfinder.v1.DomainAuthBinding.local_storage:type_name -> wayfinder.v1.LocalStorageAuth
-	24, // 27: wayfinder.v1.DomainAuthBinding.custom_callback:type_name -> wayfinder.v1.AuthCallback
-	4,  // 28: wayfinder.v1.BasicAuth.strategy:type_name -> wayfinder.v1.BasicAuthStrategy
-	22, // 29: wayfinder.v1.CookieAuth.cookies:type_name -> wayfinder.v1.Cookie
-	48, // 30: wayfinder.v1.Cookie.expires:type_name -> google.protobuf.Timestamp
-	44, // 31: wayfinder.v1.LocalStorageAuth.entries:type_name -> wayfinder.v1.LocalStorageAuth.EntriesEntry
-	25, // 32: wayfinder.v1.AuthCallback.script:type_name -> wayfinder.v1.LoginScript
-	27, // 33: wayfinder.v1.AuthCallback.webhook:type_name -> wayfinder.v1.CallbackWebhook
-	26, // 34: wayfinder.v1.LoginScript.steps:type_name -> wayfinder.v1.LoginStep
-	45, // 35: wayfinder.v1.CallbackWebhook.headers:type_name -> wayfinder.v1.CallbackWebhook.HeadersEntry
-	47, // 36: wayfinder.v1.CallbackWebhook.timeout:type_name -> google.protobuf.Duration
-	29, // 37: wayfinder.v1.BrowserConfig.viewport:type_name -> wayfinder.v1.Viewport
-	47, // 38: wayfinder.v1.BrowserConfig.navigation_timeout:type_name -> google.protobuf.Duration
-	47, // 39: wayfinder.v1.BrowserConfig.action_timeout:type_name -> google.protobuf.Duration
-	47, // 40: wayfinder.v1.BrowserConfig.run_timeout:type_name -> google.protobuf.Duration
-	6,  // 41: wayfinder.v1.Run.params:type_name -> wayfinder.v1.RunParams
-	0,  // 42: wayfinder.v1.Run.status:type_name -> wayfinder.v1.RunStatus
-	48, // 43: wayfinder.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	48, // 44: wayfinder.v1.Run.start_time:type_name -> google.protobuf.Timestamp
-	48, // 45: wayfinder.v1.Run.end_time:type_name -> google.protobuf.Timestamp
-	33, // 46: wayfinder.v1.Run.error:type_name -> wayfinder.v1.RunError
-	34, // 47: wayfinder.v1.Run.final_verdict:type_name -> wayfinder.v1.JudgeVerdict
-	31, // 48: wayfinder.v1.Run.usage:type_name -> wayfinder.v1.Usage
-	47, // 49: wayfinder.v1.StepTimings.snapshot:type_name -> google.protobuf.Duration
-	47, // 50: wayfinder.v1.StepTimings.model:type_name -> google.protobuf.Duration
-	47, // 51: wayfinder.v1.StepTimings.action:type_name -> google.protobuf.Duration
-	47, // 52: wayfinder.v1.StepTimings.judge:type_name -> google.protobuf.Duration
-	1,  // 53: wayfinder.v1.RunError.category:type_name -> wayfinder.v1.ErrorCategory
-	48, // 54: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
-	48, // 55: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
-	39, // 56: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
-	34, // 57: wayfinder.v1.Step.verdict:type_name -> wayfinder.v1.JudgeVerdict
-	33, // 58: wayfinder.v1.Step.error:type_name -> wayfinder.v1.RunError
-	38, // 59: wayfinder.v1.Step.blocked_requests:type_name -> wayfinder.v1.BlockedRequest
-	32, // 60: wayfinder.v1.Step.timings:type_name -> wayfinder.v1.StepTimings
-	31, // 61: wayfinder.v1.Step.usage:type_name -> wayfinder.v1.Usage
-	46, // 62: wayfinder.v1.PromptRun.request:type_name -> google.protobuf.Struct
-	46, // 63: wayfinder.v1.PromptRun.response:type_name -> google.protobuf.Struct
-	31, // 64: wayfinder.v1.PromptRun.usage:type_name -> wayfinder.v1.Usage
-	48, // 65: wayfinder.v1.PromptRun.start_time:type_name -> google.protobuf.Timestamp
-	47, // 66: wayfinder.v1.PromptRun.latency:type_name -> google.protobuf.Duration
-	48, // 67: wayfinder.v1.BlockedRequest.time:type_name -> google.protobuf.Timestamp
-	46, // 68: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
-	47, // 69: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
-	46, // 70: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
-	48, // 71: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
-	5,  // 72: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
-	0,  // 73: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
-	35, // 74: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
-	30, // 75: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
-	37, // 76: wayfinder.v1.RunEvent.tool:type_name -> wayfinder.v1.ToolEvent
-	34, // 77: wayfinder.v1.RunEvent.verdict:type_name -> wayfinder.v1.JudgeVerdict
-	78, // [78:78] is the sub-list for method output_type
-	78, // [78:78] is the sub-list for method input_type
-	78, // [78:78] is the sub-list for extension type_name
-	78, // [78:78] is the sub-list for extension extendee
-	0,  // [0:78] is the sub-list for field type_name
+	16, // 0: wayfinder.v1.RunParams.controller:type_name -> wayfinder.v1.ModelSettings
+	17, // 1: wayfinder.v1.RunParams.judge:type_name -> wayfinder.v1.JudgeSettings
+	19, // 2: wayfinder.v1.RunParams.tools:type_name -> wayfinder.v1.ToolDefinition
+	23, // 3: wayfinder.v1.RunParams.auth:type_name -> wayfinder.v1.AuthConfig
+	36, // 4: wayfinder.v1.RunParams.browser:type_name -> wayfinder.v1.BrowserConfig
+	49, // 5: wayfinder.v1.RunParams.labels:type_name -> wayfinder.v1.RunParams.LabelsEntry
+	22, // 6: wayfinder.v1.RunParams.prompt_runner:type_name -> wayfinder.v1.PromptRunner
+	15, // 7: wayfinder.v1.RunParams.governance:type_name -> wayfinder.v1.GovernanceConfig
+	8,  // 8: wayfinder.v1.RunParams.checkpoints:type_name -> wayfinder.v1.Checkpoint
+	9,  // 9: wayfinder.v1.RunParams.approval:type_name -> wayfinder.v1.ApprovalSettings
+	11, // 10: wayfinder.v1.RunParams.completion:type_name -> wayfinder.v1.CompletionCriteria
+	13, // 11: wayfinder.v1.RunParams.webhook:type_name -> wayfinder.v1.RunWebhook
+	54, // 12: wayfinder.v1.ApprovalSettings.timeout:type_name -> google.protobuf.Duration
+	2,  // 13: wayfinder.v1.ApprovalSettings.on_timeout:type_name -> wayfinder.v1.ApprovalTimeoutPolicy
+	10, // 14: wayfinder.v1.CompletionCriteria.success:type_name -> wayfinder.v1.Indicator
+	10, // 15: wayfinder.v1.CompletionCriteria.failure:type_name -> wayfinder.v1.Indicator
+	10, // 16: wayfinder.v1.IndicatorResult.indicator:type_name -> wayfinder.v1.Indicator
+	55, // 17: wayfinder.v1.ApprovalRequest.request_time:type_name -> google.protobuf.Timestamp
+	55, // 18: wayfinder.v1.ApprovalRequest.answer_time:type_name -> google.protobuf.Timestamp
+	3,  // 19: wayfinder.v1.GovernanceConfig.consent:type_name -> wayfinder.v1.ConsentPolicy
+	4,  // 20: wayfinder.v1.JudgeSettings.strategy:type_name -> wayfinder.v1.JudgeStrategy
+	18, // 21: wayfinder.v1.JudgeSettings.frequency:type_name -> wayfinder.v1.JudgeFrequency
+	16, // 22: wayfinder.v1.JudgeSettings.model:type_name -> wayfinder.v1.ModelSettings
+	56, // 23: wayfinder.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
+	56, // 24: wayfinder.v1.ToolDefinition.output_schema:type_name -> google.protobuf.Struct
+	20, // 25: wayfinder.v1.ToolDefinition.webhook:type_name -> wayfinder.v1.WebhookTool
+	21, // 26: wayfinder.v1.ToolDefinition.mcp:type_name -> wayfinder.v1.McpTool
+	50, // 27: wayfinder.v1.WebhookTool.headers:type_name -> wayfinder.v1.WebhookTool.HeadersEntry
+	54, // 28: wayfinder.v1.WebhookTool.timeout:type_name -> google.protobuf.Duration
+	51, // 29: wayfinder.v1.PromptRunner.headers:type_name -> wayfinder.v1.PromptRunner.HeadersEntry
+	24, // 30: wayfinder.v1.AuthConfig.bindings:type_name -> wayfinder.v1.DomainAuthBinding
+	32, // 31: wayfinder.v1.AuthConfig.global_callback:type_name -> wayfinder.v1.AuthCallback
+	25, // 32: wayfinder.v1.DomainAuthBinding.basic:type_name -> wayfinder.v1.BasicAuth
+	26, // 33: wayfinder.v1.DomainAuthBinding.bearer:type_name -> wayfinder.v1.BearerAuth
+	27, // 34: wayfinder.v1.DomainAuthBinding.api_key:type_name -> wayfinder.v1.ApiKeyAuth
+	28, // 35: wayfinder.v1.DomainAuthBinding.oauth_client_credentials:type_name -> wayfinder.v1.OAuthClientCredentials
+	29, // 36: wayfinder.v1.DomainAuthBinding.cookie:type_name -> wayfinder.v1.CookieAuth
+	31, // 37: wayfinder.v1.DomainAuthBinding.local_storage:type_name -> wayfinder.v1.LocalStorageAuth
+	32, // 38: wayfinder.v1.DomainAuthBinding.custom_callback:type_name -> wayfinder.v1.AuthCallback
+	5,  // 39: wayfinder.v1.BasicAuth.strategy:type_name -> wayfinder.v1.BasicAuthStrategy
+	30, // 40: wayfinder.v1.CookieAuth.cookies:type_name -> wayfinder.v1.Cookie
+	55, // 41: wayfinder.v1.Cookie.expires:type_name -> google.protobuf.Timestamp
+	52, // 42: wayfinder.v1.LocalStorageAuth.entries:type_name -> wayfinder.v1.LocalStorageAuth.EntriesEntry
+	33, // 43: wayfinder.v1.AuthCallback.script:type_name -> wayfinder.v1.LoginScript
+	35, // 44: wayfinder.v1.AuthCallback.webhook:type_name -> wayfinder.v1.CallbackWebhook
+	34, // 45: wayfinder.v1.LoginScript.steps:type_name -> wayfinder.v1.LoginStep
+	53, // 46: wayfinder.v1.CallbackWebhook.headers:type_name -> wayfinder.v1.CallbackWebhook.HeadersEntry
+	54, // 47: wayfinder.v1.CallbackWebhook.timeout:type_name -> google.protobuf.Duration
+	37, // 48: wayfinder.v1.BrowserConfig.viewport:type_name -> wayfinder.v1.Viewport
+	54, // 49: wayfinder.v1.BrowserConfig.navigation_timeout:type_name -> google.protobuf.Duration
+	54, // 50: wayfinder.v1.BrowserConfig.action_timeout:type_name -> google.protobuf.Duration
+	54, // 51: wayfinder.v1.BrowserConfig.run_timeout:type_name -> google.protobuf.Duration
+	7,  // 52: wayfinder.v1.Run.params:type_name -> wayfinder.v1.RunParams
+	0,  // 53: wayfinder.v1.Run.status:type_name -> wayfinder.v1.RunStatus
+	55, // 54: wayfinder.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	55, // 55: wayfinder.v1.Run.start_time:type_name -> google.protobuf.Timestamp
+	55, // 56: wayfinder.v1.Run.end_time:type_name -> google.protobuf.Timestamp
+	41, // 57: wayfinder.v1.Run.error:type_name -> wayfinder.v1.RunError
+	42, // 58: wayfinder.v1.Run.final_verdict:type_name -> wayfinder.v1.JudgeVerdict
+	39, // 59: wayfinder.v1.Run.usage:type_name -> wayfinder.v1.Usage
+	14, // 60: wayfinder.v1.Run.pending_approval:type_name -> wayfinder.v1.ApprovalRequest
+	12, // 61: wayfinder.v1.Run.criteria:type_name -> wayfinder.v1.IndicatorResult
+	54, // 62: wayfinder.v1.StepTimings.snapshot:type_name -> google.protobuf.Duration
+	54, // 63: wayfinder.v1.StepTimings.model:type_name -> google.protobuf.Duration
+	54, // 64: wayfinder.v1.StepTimings.action:type_name -> google.protobuf.Duration
+	54, // 65: wayfinder.v1.StepTimings.judge:type_name -> google.protobuf.Duration
+	1,  // 66: wayfinder.v1.RunError.category:type_name -> wayfinder.v1.ErrorCategory
+	55, // 67: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
+	55, // 68: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
+	47, // 69: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
+	42, // 70: wayfinder.v1.Step.verdict:type_name -> wayfinder.v1.JudgeVerdict
+	41, // 71: wayfinder.v1.Step.error:type_name -> wayfinder.v1.RunError
+	46, // 72: wayfinder.v1.Step.blocked_requests:type_name -> wayfinder.v1.BlockedRequest
+	40, // 73: wayfinder.v1.Step.timings:type_name -> wayfinder.v1.StepTimings
+	39, // 74: wayfinder.v1.Step.usage:type_name -> wayfinder.v1.Usage
+	56, // 75: wayfinder.v1.PromptRun.request:type_name -> google.protobuf.Struct
+	56, // 76: wayfinder.v1.PromptRun.response:type_name -> google.protobuf.Struct
+	39, // 77: wayfinder.v1.PromptRun.usage:type_name -> wayfinder.v1.Usage
+	55, // 78: wayfinder.v1.PromptRun.start_time:type_name -> google.protobuf.Timestamp
+	54, // 79: wayfinder.v1.PromptRun.latency:type_name -> google.protobuf.Duration
+	55, // 80: wayfinder.v1.BlockedRequest.time:type_name -> google.protobuf.Timestamp
+	56, // 81: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
+	54, // 82: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
+	56, // 83: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
+	55, // 84: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
+	6,  // 85: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
+	0,  // 86: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
+	43, // 87: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
+	38, // 88: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
+	45, // 89: wayfinder.v1.RunEvent.tool:type_name -> wayfinder.v1.ToolEvent
+	42, // 90: wayfinder.v1.RunEvent.verdict:type_name -> wayfinder.v1.JudgeVerdict
+	14, // 91: wayfinder.v1.RunEvent.approval:type_name -> wayfinder.v1.ApprovalRequest
+	92, // [92:92] is the sub-list for method output_type
+	92, // [92:92] is the sub-list for method input_type
+	92, // [92:92] is the sub-list for extension type_name
+	92, // [92:92] is the sub-list for extension extendee
+	0,  // [0:92] is the sub-list for field type_name
 }
 
 func init() { file_wayfinder_v1_run_proto_init() }
@@ -4289,21 +5160,28 @@ func file_wayfinder_v1_run_proto_init() {
 		return
 	}
 	file_wayfinder_v1_run_proto_msgTypes[0].OneofWrappers = []any{}
-	file_wayfinder_v1_run_proto_msgTypes[2].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[3].OneofWrappers = []any{
+		(*Indicator_UrlPattern)(nil),
+		(*Indicator_TitlePattern)(nil),
+		(*Indicator_TextPresent)(nil),
+		(*Indicator_ElementPresent)(nil),
+		(*Indicator_JsExpression)(nil),
+	}
+	file_wayfinder_v1_run_proto_msgTypes[9].OneofWrappers = []any{
 		(*ModelSettings_PromptText)(nil),
 		(*ModelSettings_PromptRef)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[4].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[11].OneofWrappers = []any{
 		(*JudgeFrequency_EveryStep)(nil),
 		(*JudgeFrequency_EveryNSteps)(nil),
 		(*JudgeFrequency_OnStagnation)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[5].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[12].OneofWrappers = []any{
 		(*ToolDefinition_Webhook)(nil),
 		(*ToolDefinition_CatalogRef)(nil),
 		(*ToolDefinition_Mcp)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[10].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[17].OneofWrappers = []any{
 		(*DomainAuthBinding_Basic)(nil),
 		(*DomainAuthBinding_Bearer)(nil),
 		(*DomainAuthBinding_ApiKey)(nil),
@@ -4312,23 +5190,24 @@ func file_wayfinder_v1_run_proto_init() {
 		(*DomainAuthBinding_LocalStorage)(nil),
 		(*DomainAuthBinding_CustomCallback)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[18].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[25].OneofWrappers = []any{
 		(*AuthCallback_Script)(nil),
 		(*AuthCallback_Webhook)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[34].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[41].OneofWrappers = []any{
 		(*RunEvent_Step)(nil),
 		(*RunEvent_Run)(nil),
 		(*RunEvent_Tool)(nil),
 		(*RunEvent_Verdict)(nil),
+		(*RunEvent_Approval)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfinder_v1_run_proto_rawDesc), len(file_wayfinder_v1_run_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   40,
+			NumEnums:      7,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -14,6 +14,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -629,8 +630,12 @@ type SubmitApprovalRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	RunId    string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	Approved bool                   `protobuf:"varint,2,opt,name=approved,proto3" json:"approved,omitempty"`
-	// Sent to the model when the checkpoint is rejected.
-	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// Sent to the model when the checkpoint is rejected (at most 2000
+	// characters).
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// The request being answered (Run.pending_approval.id); when set and no
+	// longer pending the call is FAILED_PRECONDITION.
+	ApprovalId    string `protobuf:"bytes,4,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -686,6 +691,327 @@ func (x *SubmitApprovalRequest) GetMessage() string {
 	return ""
 }
 
+func (x *SubmitApprovalRequest) GetApprovalId() string {
+	if x != nil {
+		return x.ApprovalId
+	}
+	return ""
+}
+
+type StreamEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only events after this time. Default: now.
+	AfterTime *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=after_time,json=afterTime,proto3" json:"after_time,omitempty"`
+	// Only these event types (default all).
+	Types         []RunEventType `protobuf:"varint,2,rep,packed,name=types,proto3,enum=wayfinder.v1.RunEventType" json:"types,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamEventsRequest) Reset() {
+	*x = StreamEventsRequest{}
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamEventsRequest) ProtoMessage() {}
+
+func (x *StreamEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamEventsRequest.ProtoReflect.Descriptor instead.
+func (*StreamEventsRequest) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *StreamEventsRequest) GetAfterTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AfterTime
+	}
+	return nil
+}
+
+func (x *StreamEventsRequest) GetTypes() []RunEventType {
+	if x != nil {
+		return x.Types
+	}
+	return nil
+}
+
+type ListWebhookDeliveriesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesRequest) Reset() {
+	*x = ListWebhookDeliveriesRequest{}
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesRequest) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesRequest.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesRequest) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListWebhookDeliveriesRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+type ListWebhookDeliveriesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deliveries    []*WebhookDelivery     `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesResponse) Reset() {
+	*x = ListWebhookDeliveriesResponse{}
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesResponse) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesResponse.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesResponse) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListWebhookDeliveriesResponse) GetDeliveries() []*WebhookDelivery {
+	if x != nil {
+		return x.Deliveries
+	}
+	return nil
+}
+
+type RedeliverWebhookRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	DeliveryId    string                 `protobuf:"bytes,2,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedeliverWebhookRequest) Reset() {
+	*x = RedeliverWebhookRequest{}
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedeliverWebhookRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedeliverWebhookRequest) ProtoMessage() {}
+
+func (x *RedeliverWebhookRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedeliverWebhookRequest.ProtoReflect.Descriptor instead.
+func (*RedeliverWebhookRequest) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RedeliverWebhookRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RedeliverWebhookRequest) GetDeliveryId() string {
+	if x != nil {
+		return x.DeliveryId
+	}
+	return ""
+}
+
+// WebhookDelivery is one POST of a run's webhook (with its retries).
+type WebhookDelivery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RunId string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// "run.finished" or "run.approval_requested".
+	Event string `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
+	Url   string `protobuf:"bytes,4,opt,name=url,proto3" json:"url,omitempty"`
+	// "pending", "delivered", "failed".
+	State    string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	Attempts int32  `protobuf:"varint,6,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// HTTP status of the last attempt (0: no answer).
+	LastStatus    int32                  `protobuf:"varint,7,opt,name=last_status,json=lastStatus,proto3" json:"last_status,omitempty"`
+	LastError     string                 `protobuf:"bytes,8,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	DeliveredTime *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=delivered_time,json=deliveredTime,proto3" json:"delivered_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDelivery) Reset() {
+	*x = WebhookDelivery{}
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelivery) ProtoMessage() {}
+
+func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
+func (*WebhookDelivery) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *WebhookDelivery) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetLastStatus() int32 {
+	if x != nil {
+		return x.LastStatus
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetDeliveredTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeliveredTime
+	}
+	return nil
+}
+
 type RunAndWaitRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Params    *RunParams             `protobuf:"bytes,1,opt,name=params,proto3" json:"params,omitempty"`
@@ -698,7 +1024,7 @@ type RunAndWaitRequest struct {
 
 func (x *RunAndWaitRequest) Reset() {
 	*x = RunAndWaitRequest{}
-	mi := &file_wayfinder_v1_run_service_proto_msgTypes[12]
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -710,7 +1036,7 @@ func (x *RunAndWaitRequest) String() string {
 func (*RunAndWaitRequest) ProtoMessage() {}
 
 func (x *RunAndWaitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_service_proto_msgTypes[12]
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -723,7 +1049,7 @@ func (x *RunAndWaitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunAndWaitRequest.ProtoReflect.Descriptor instead.
 func (*RunAndWaitRequest) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{12}
+	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RunAndWaitRequest) GetParams() *RunParams {
@@ -758,7 +1084,7 @@ type RunAndWaitResponse struct {
 
 func (x *RunAndWaitResponse) Reset() {
 	*x = RunAndWaitResponse{}
-	mi := &file_wayfinder_v1_run_service_proto_msgTypes[13]
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +1096,7 @@ func (x *RunAndWaitResponse) String() string {
 func (*RunAndWaitResponse) ProtoMessage() {}
 
 func (x *RunAndWaitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_service_proto_msgTypes[13]
+	mi := &file_wayfinder_v1_run_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +1109,7 @@ func (x *RunAndWaitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunAndWaitResponse.ProtoReflect.Descriptor instead.
 func (*RunAndWaitResponse) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{13}
+	return file_wayfinder_v1_run_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RunAndWaitResponse) GetRun() *Run {
@@ -804,7 +1130,7 @@ var File_wayfinder_v1_run_service_proto protoreflect.FileDescriptor
 
 const file_wayfinder_v1_run_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1ewayfinder/v1/run_service.proto\x12\fwayfinder.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x16wayfinder/v1/run.proto\"b\n" +
+	"\x1ewayfinder/v1/run_service.proto\x12\fwayfinder.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16wayfinder/v1/run.proto\"b\n" +
 	"\x10CreateRunRequest\x12/\n" +
 	"\x06params\x18\x01 \x01(\v2\x17.wayfinder.v1.RunParamsR\x06params\x12\x1d\n" +
 	"\n" +
@@ -844,11 +1170,42 @@ const file_wayfinder_v1_run_service_proto_rawDesc = "" +
 	"promptRuns\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\",\n" +
 	"\x0fGetMediaRequest\x12\x19\n" +
-	"\bmedia_id\x18\x01 \x01(\tR\amediaId\"d\n" +
+	"\bmedia_id\x18\x01 \x01(\tR\amediaId\"\x85\x01\n" +
 	"\x15SubmitApprovalRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1a\n" +
 	"\bapproved\x18\x02 \x01(\bR\bapproved\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x98\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x1f\n" +
+	"\vapproval_id\x18\x04 \x01(\tR\n" +
+	"approvalId\"\x82\x01\n" +
+	"\x13StreamEventsRequest\x129\n" +
+	"\n" +
+	"after_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tafterTime\x120\n" +
+	"\x05types\x18\x02 \x03(\x0e2\x1a.wayfinder.v1.RunEventTypeR\x05types\"5\n" +
+	"\x1cListWebhookDeliveriesRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"^\n" +
+	"\x1dListWebhookDeliveriesResponse\x12=\n" +
+	"\n" +
+	"deliveries\x18\x01 \x03(\v2\x1d.wayfinder.v1.WebhookDeliveryR\n" +
+	"deliveries\"Q\n" +
+	"\x17RedeliverWebhookRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1f\n" +
+	"\vdelivery_id\x18\x02 \x01(\tR\n" +
+	"deliveryId\"\xd2\x02\n" +
+	"\x0fWebhookDelivery\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x14\n" +
+	"\x05event\x18\x03 \x01(\tR\x05event\x12\x10\n" +
+	"\x03url\x18\x04 \x01(\tR\x03url\x12\x14\n" +
+	"\x05state\x18\x05 \x01(\tR\x05state\x12\x1a\n" +
+	"\battempts\x18\x06 \x01(\x05R\battempts\x12\x1f\n" +
+	"\vlast_status\x18\a \x01(\x05R\n" +
+	"lastStatus\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\b \x01(\tR\tlastError\x12;\n" +
+	"\vcreate_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12A\n" +
+	"\x0edelivered_time\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\rdeliveredTime\"\x98\x01\n" +
 	"\x11RunAndWaitRequest\x12/\n" +
 	"\x06params\x18\x01 \x01(\v2\x17.wayfinder.v1.RunParamsR\x06params\x12\x1d\n" +
 	"\n" +
@@ -856,7 +1213,7 @@ const file_wayfinder_v1_run_service_proto_rawDesc = "" +
 	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"V\n" +
 	"\x12RunAndWaitResponse\x12#\n" +
 	"\x03run\x18\x01 \x01(\v2\x11.wayfinder.v1.RunR\x03run\x12\x1b\n" +
-	"\ttimed_out\x18\x02 \x01(\bR\btimedOut2\xa0\b\n" +
+	"\ttimed_out\x18\x02 \x01(\bR\btimedOut2\xc6\v\n" +
 	"\n" +
 	"RunService\x12X\n" +
 	"\tCreateRun\x12\x1e.wayfinder.v1.CreateRunRequest\x1a\x11.wayfinder.v1.Run\"\x18\x82\xd3\xe4\x93\x02\x12:\x06params\"\b/v1/runs\x12S\n" +
@@ -868,7 +1225,11 @@ const file_wayfinder_v1_run_service_proto_rawDesc = "" +
 	"\tListSteps\x12\x1e.wayfinder.v1.ListStepsRequest\x1a\x1f.wayfinder.v1.ListStepsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/v1/runs/{run_id}/steps\x12\x82\x01\n" +
 	"\x0eListPromptRuns\x12#.wayfinder.v1.ListPromptRunsRequest\x1a$.wayfinder.v1.ListPromptRunsResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/v1/runs/{run_id}/prompt-runs\x12]\n" +
 	"\bGetMedia\x12\x1d.wayfinder.v1.GetMediaRequest\x1a\x14.google.api.HttpBody\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/v1/media/{media_id}\x12n\n" +
-	"\x0eSubmitApproval\x12#.wayfinder.v1.SubmitApprovalRequest\x1a\x11.wayfinder.v1.Run\"$\x82\xd3\xe4\x93\x02\x1e:\x01*\"\x19/v1/runs/{run_id}:approve\x12i\n" +
+	"\x0eSubmitApproval\x12#.wayfinder.v1.SubmitApprovalRequest\x1a\x11.wayfinder.v1.Run\"$\x82\xd3\xe4\x93\x02\x1e:\x01*\"\x19/v1/runs/{run_id}:approve\x12_\n" +
+	"\fStreamEvents\x12!.wayfinder.v1.StreamEventsRequest\x1a\x16.wayfinder.v1.RunEvent\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
+	"/v1/events0\x01\x12\x9e\x01\n" +
+	"\x15ListWebhookDeliveries\x12*.wayfinder.v1.ListWebhookDeliveriesRequest\x1a+.wayfinder.v1.ListWebhookDeliveriesResponse\",\x82\xd3\xe4\x93\x02&\x12$/v1/runs/{run_id}/webhook-deliveries\x12\xa1\x01\n" +
+	"\x10RedeliverWebhook\x12%.wayfinder.v1.RedeliverWebhookRequest\x1a\x1d.wayfinder.v1.WebhookDelivery\"G\x82\xd3\xe4\x93\x02A:\x01*\"</v1/runs/{run_id}/webhook-deliveries/{delivery_id}:redeliver\x12i\n" +
 	"\n" +
 	"RunAndWait\x12\x1f.wayfinder.v1.RunAndWaitRequest\x1a .wayfinder.v1.RunAndWaitResponse\"\x18\x82\xd3\xe4\x93\x02\x12:\x01*\"\r/v1/runs:waitBAZ?github.com/wayfinder/wayfinder/api/gen/wayfinder/v1;wayfinderv1b\x06proto3"
 
@@ -884,65 +1245,83 @@ func file_wayfinder_v1_run_service_proto_rawDescGZIP() []byte {
 	return file_wayfinder_v1_run_service_proto_rawDescData
 }
 
-var file_wayfinder_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_wayfinder_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_wayfinder_v1_run_service_proto_goTypes = []any{
-	(*CreateRunRequest)(nil),       // 0: wayfinder.v1.CreateRunRequest
-	(*GetRunRequest)(nil),          // 1: wayfinder.v1.GetRunRequest
-	(*ListRunsRequest)(nil),        // 2: wayfinder.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),       // 3: wayfinder.v1.ListRunsResponse
-	(*CancelRunRequest)(nil),       // 4: wayfinder.v1.CancelRunRequest
-	(*StreamRunEventsRequest)(nil), // 5: wayfinder.v1.StreamRunEventsRequest
-	(*ListStepsRequest)(nil),       // 6: wayfinder.v1.ListStepsRequest
-	(*ListStepsResponse)(nil),      // 7: wayfinder.v1.ListStepsResponse
-	(*ListPromptRunsRequest)(nil),  // 8: wayfinder.v1.ListPromptRunsRequest
-	(*ListPromptRunsResponse)(nil), // 9: wayfinder.v1.ListPromptRunsResponse
-	(*GetMediaRequest)(nil),        // 10: wayfinder.v1.GetMediaRequest
-	(*SubmitApprovalRequest)(nil),  // 11: wayfinder.v1.SubmitApprovalRequest
-	(*RunAndWaitRequest)(nil),      // 12: wayfinder.v1.RunAndWaitRequest
-	(*RunAndWaitResponse)(nil),     // 13: wayfinder.v1.RunAndWaitResponse
-	(*RunParams)(nil),              // 14: wayfinder.v1.RunParams
-	(RunStatus)(0),                 // 15: wayfinder.v1.RunStatus
-	(*Run)(nil),                    // 16: wayfinder.v1.Run
-	(*Step)(nil),                   // 17: wayfinder.v1.Step
-	(*PromptRun)(nil),              // 18: wayfinder.v1.PromptRun
-	(*durationpb.Duration)(nil),    // 19: google.protobuf.Duration
-	(*RunEvent)(nil),               // 20: wayfinder.v1.RunEvent
-	(*httpbody.HttpBody)(nil),      // 21: google.api.HttpBody
+	(*CreateRunRequest)(nil),              // 0: wayfinder.v1.CreateRunRequest
+	(*GetRunRequest)(nil),                 // 1: wayfinder.v1.GetRunRequest
+	(*ListRunsRequest)(nil),               // 2: wayfinder.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),              // 3: wayfinder.v1.ListRunsResponse
+	(*CancelRunRequest)(nil),              // 4: wayfinder.v1.CancelRunRequest
+	(*StreamRunEventsRequest)(nil),        // 5: wayfinder.v1.StreamRunEventsRequest
+	(*ListStepsRequest)(nil),              // 6: wayfinder.v1.ListStepsRequest
+	(*ListStepsResponse)(nil),             // 7: wayfinder.v1.ListStepsResponse
+	(*ListPromptRunsRequest)(nil),         // 8: wayfinder.v1.ListPromptRunsRequest
+	(*ListPromptRunsResponse)(nil),        // 9: wayfinder.v1.ListPromptRunsResponse
+	(*GetMediaRequest)(nil),               // 10: wayfinder.v1.GetMediaRequest
+	(*SubmitApprovalRequest)(nil),         // 11: wayfinder.v1.SubmitApprovalRequest
+	(*StreamEventsRequest)(nil),           // 12: wayfinder.v1.StreamEventsRequest
+	(*ListWebhookDeliveriesRequest)(nil),  // 13: wayfinder.v1.ListWebhookDeliveriesRequest
+	(*ListWebhookDeliveriesResponse)(nil), // 14: wayfinder.v1.ListWebhookDeliveriesResponse
+	(*RedeliverWebhookRequest)(nil),       // 15: wayfinder.v1.RedeliverWebhookRequest
+	(*WebhookDelivery)(nil),               // 16: wayfinder.v1.WebhookDelivery
+	(*RunAndWaitRequest)(nil),             // 17: wayfinder.v1.RunAndWaitRequest
+	(*RunAndWaitResponse)(nil),            // 18: wayfinder.v1.RunAndWaitResponse
+	(*RunParams)(nil),                     // 19: wayfinder.v1.RunParams
+	(RunStatus)(0),                        // 20: wayfinder.v1.RunStatus
+	(*Run)(nil),                           // 21: wayfinder.v1.Run
+	(*Step)(nil),                          // 22: wayfinder.v1.Step
+	(*PromptRun)(nil),                     // 23: wayfinder.v1.PromptRun
+	(*timestamppb.Timestamp)(nil),         // 24: google.protobuf.Timestamp
+	(RunEventType)(0),                     // 25: wayfinder.v1.RunEventType
+	(*durationpb.Duration)(nil),           // 26: google.protobuf.Duration
+	(*RunEvent)(nil),                      // 27: wayfinder.v1.RunEvent
+	(*httpbody.HttpBody)(nil),             // 28: google.api.HttpBody
 }
 var file_wayfinder_v1_run_service_proto_depIdxs = []int32{
-	14, // 0: wayfinder.v1.CreateRunRequest.params:type_name -> wayfinder.v1.RunParams
-	15, // 1: wayfinder.v1.ListRunsRequest.statuses:type_name -> wayfinder.v1.RunStatus
-	16, // 2: wayfinder.v1.ListRunsResponse.runs:type_name -> wayfinder.v1.Run
-	17, // 3: wayfinder.v1.ListStepsResponse.steps:type_name -> wayfinder.v1.Step
-	18, // 4: wayfinder.v1.ListPromptRunsResponse.prompt_runs:type_name -> wayfinder.v1.PromptRun
-	14, // 5: wayfinder.v1.RunAndWaitRequest.params:type_name -> wayfinder.v1.RunParams
-	19, // 6: wayfinder.v1.RunAndWaitRequest.timeout:type_name -> google.protobuf.Duration
-	16, // 7: wayfinder.v1.RunAndWaitResponse.run:type_name -> wayfinder.v1.Run
-	0,  // 8: wayfinder.v1.RunService.CreateRun:input_type -> wayfinder.v1.CreateRunRequest
-	1,  // 9: wayfinder.v1.RunService.GetRun:input_type -> wayfinder.v1.GetRunRequest
-	2,  // 10: wayfinder.v1.RunService.ListRuns:input_type -> wayfinder.v1.ListRunsRequest
-	4,  // 11: wayfinder.v1.RunService.CancelRun:input_type -> wayfinder.v1.CancelRunRequest
-	5,  // 12: wayfinder.v1.RunService.StreamRunEvents:input_type -> wayfinder.v1.StreamRunEventsRequest
-	6,  // 13: wayfinder.v1.RunService.ListSteps:input_type -> wayfinder.v1.ListStepsRequest
-	8,  // 14: wayfinder.v1.RunService.ListPromptRuns:input_type -> wayfinder.v1.ListPromptRunsRequest
-	10, // 15: wayfinder.v1.RunService.GetMedia:input_type -> wayfinder.v1.GetMediaRequest
-	11, // 16: wayfinder.v1.RunService.SubmitApproval:input_type -> wayfinder.v1.SubmitApprovalRequest
-	12, // 17: wayfinder.v1.RunService.RunAndWait:input_type -> wayfinder.v1.RunAndWaitRequest
-	16, // 18: wayfinder.v1.RunService.CreateRun:output_type -> wayfinder.v1.Run
-	16, // 19: wayfinder.v1.RunService.GetRun:output_type -> wayfinder.v1.Run
-	3,  // 20: wayfinder.v1.RunService.ListRuns:output_type -> wayfinder.v1.ListRunsResponse
-	16, // 21: wayfinder.v1.RunService.CancelRun:output_type -> wayfinder.v1.Run
-	20, // 22: wayfinder.v1.RunService.StreamRunEvents:output_type -> wayfinder.v1.RunEvent
-	7,  // 23: wayfinder.v1.RunService.ListSteps:output_type -> wayfinder.v1.ListStepsResponse
-	9,  // 24: wayfinder.v1.RunService.ListPromptRuns:output_type -> wayfinder.v1.ListPromptRunsResponse
-	21, // 25: wayfinder.v1.RunService.GetMedia:output_type -> google.api.HttpBody
-	16, // 26: wayfinder.v1.RunService.SubmitApproval:output_type -> wayfinder.v1.Run
-	13, // 27: wayfinder.v1.RunService.RunAndWait:output_type -> wayfinder.v1.RunAndWaitResponse
-	18, // [18:28] is the sub-list for method output_type
-	8,  // [8:18] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	19, // 0: wayfinder.v1.CreateRunRequest.params:type_name -> wayfinder.v1.RunParams
+	20, // 1: wayfinder.v1.ListRunsRequest.statuses:type_name -> wayfinder.v1.RunStatus
+	21, // 2: wayfinder.v1.ListRunsResponse.runs:type_name -> wayfinder.v1.Run
+	22, // 3: wayfinder.v1.ListStepsResponse.steps:type_name -> wayfinder.v1.Step
+	23, // 4: wayfinder.v1.ListPromptRunsResponse.prompt_runs:type_name -> wayfinder.v1.PromptRun
+	24, // 5: wayfinder.v1.StreamEventsRequest.after_time:type_name -> google.protobuf.Timestamp
+	25, // 6: wayfinder.v1.StreamEventsRequest.types:type_name -> wayfinder.v1.RunEventType
+	16, // 7: wayfinder.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> wayfinder.v1.WebhookDelivery
+	24, // 8: wayfinder.v1.WebhookDelivery.create_time:type_name -> google.protobuf.Timestamp
+	24, // 9: wayfinder.v1.WebhookDelivery.delivered_time:type_name -> google.protobuf.Timestamp
+	19, // 10: wayfinder.v1.RunAndWaitRequest.params:type_name -> wayfinder.v1.RunParams
+	26, // 11: wayfinder.v1.RunAndWaitRequest.timeout:type_name -> google.protobuf.Duration
+	21, // 12: wayfinder.v1.RunAndWaitResponse.run:type_name -> wayfinder.v1.Run
+	0,  // 13: wayfinder.v1.RunService.CreateRun:input_type -> wayfinder.v1.CreateRunRequest
+	1,  // 14: wayfinder.v1.RunService.GetRun:input_type -> wayfinder.v1.GetRunRequest
+	2,  // 15: wayfinder.v1.RunService.ListRuns:input_type -> wayfinder.v1.ListRunsRequest
+	4,  // 16: wayfinder.v1.RunService.CancelRun:input_type -> wayfinder.v1.CancelRunRequest
+	5,  // 17: wayfinder.v1.RunService.StreamRunEvents:input_type -> wayfinder.v1.StreamRunEventsRequest
+	6,  // 18: wayfinder.v1.RunService.ListSteps:input_type -> wayfinder.v1.ListStepsRequest
+	8,  // 19: wayfinder.v1.RunService.ListPromptRuns:input_type -> wayfinder.v1.ListPromptRunsRequest
+	10, // 20: wayfinder.v1.RunService.GetMedia:input_type -> wayfinder.v1.GetMediaRequest
+	11, // 21: wayfinder.v1.RunService.SubmitApproval:input_type -> wayfinder.v1.SubmitApprovalRequest
+	12, // 22: wayfinder.v1.RunService.StreamEvents:input_type -> wayfinder.v1.StreamEventsRequest
+	13, // 23: wayfinder.v1.RunService.ListWebhookDeliveries:input_type -> wayfinder.v1.ListWebhookDeliveriesRequest
+	15, // 24: wayfinder.v1.RunService.RedeliverWebhook:input_type -> wayfinder.v1.RedeliverWebhookRequest
+	17, // 25: wayfinder.v1.RunService.RunAndWait:input_type -> wayfinder.v1.RunAndWaitRequest
+	21, // 26: wayfinder.v1.RunService.CreateRun:output_type -> wayfinder.v1.Run
+	21, // 27: wayfinder.v1.RunService.GetRun:output_type -> wayfinder.v1.Run
+	3,  // 28: wayfinder.v1.RunService.ListRuns:output_type -> wayfinder.v1.ListRunsResponse
+	21, // 29: wayfinder.v1.RunService.CancelRun:output_type -> wayfinder.v1.Run
+	27, // 30: wayfinder.v1.RunService.StreamRunEvents:output_type -> wayfinder.v1.RunEvent
+	7,  // 31: wayfinder.v1.RunService.ListSteps:output_type -> wayfinder.v1.ListStepsResponse
+	9,  // 32: wayfinder.v1.RunService.ListPromptRuns:output_type -> wayfinder.v1.ListPromptRunsResponse
+	28, // 33: wayfinder.v1.RunService.GetMedia:output_type -> google.api.HttpBody
+	21, // 34: wayfinder.v1.RunService.SubmitApproval:output_type -> wayfinder.v1.Run
+	27, // 35: wayfinder.v1.RunService.StreamEvents:output_type -> wayfinder.v1.RunEvent
+	14, // 36: wayfinder.v1.RunService.ListWebhookDeliveries:output_type -> wayfinder.v1.ListWebhookDeliveriesResponse
+	16, // 37: wayfinder.v1.RunService.RedeliverWebhook:output_type -> wayfinder.v1.WebhookDelivery
+	18, // 38: wayfinder.v1.RunService.RunAndWait:output_type -> wayfinder.v1.RunAndWaitResponse
+	26, // [26:39] is the sub-list for method output_type
+	13, // [13:26] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_wayfinder_v1_run_service_proto_init() }
@@ -957,7 +1336,7 @@ func file_wayfinder_v1_run_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfinder_v1_run_service_proto_rawDesc), len(file_wayfinder_v1_run_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,16 +22,19 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RunService_CreateRun_FullMethodName       = "/wayfinder.v1.RunService/CreateRun"
-	RunService_GetRun_FullMethodName          = "/wayfinder.v1.RunService/GetRun"
-	RunService_ListRuns_FullMethodName        = "/wayfinder.v1.RunService/ListRuns"
-	RunService_CancelRun_FullMethodName       = "/wayfinder.v1.RunService/CancelRun"
-	RunService_StreamRunEvents_FullMethodName = "/wayfinder.v1.RunService/StreamRunEvents"
-	RunService_ListSteps_FullMethodName       = "/wayfinder.v1.RunService/ListSteps"
-	RunService_ListPromptRuns_FullMethodName  = "/wayfinder.v1.RunService/ListPromptRuns"
-	RunService_GetMedia_FullMethodName        = "/wayfinder.v1.RunService/GetMedia"
-	RunService_SubmitApproval_FullMethodName  = "/wayfinder.v1.RunService/SubmitApproval"
-	RunService_RunAndWait_FullMethodName      = "/wayfinder.v1.RunService/RunAndWait"
+	RunService_CreateRun_FullMethodName             = "/wayfinder.v1.RunService/CreateRun"
+	RunService_GetRun_FullMethodName                = "/wayfinder.v1.RunService/GetRun"
+	RunService_ListRuns_FullMethodName              = "/wayfinder.v1.RunService/ListRuns"
+	RunService_CancelRun_FullMethodName             = "/wayfinder.v1.RunService/CancelRun"
+	RunService_StreamRunEvents_FullMethodName       = "/wayfinder.v1.RunService/StreamRunEvents"
+	RunService_ListSteps_FullMethodName             = "/wayfinder.v1.RunService/ListSteps"
+	RunService_ListPromptRuns_FullMethodName        = "/wayfinder.v1.RunService/ListPromptRuns"
+	RunService_GetMedia_FullMethodName              = "/wayfinder.v1.RunService/GetMedia"
+	RunService_SubmitApproval_FullMethodName        = "/wayfinder.v1.RunService/SubmitApproval"
+	RunService_StreamEvents_FullMethodName          = "/wayfinder.v1.RunService/StreamEvents"
+	RunService_ListWebhookDeliveries_FullMethodName = "/wayfinder.v1.RunService/ListWebhookDeliveries"
+	RunService_RedeliverWebhook_FullMethodName      = "/wayfinder.v1.RunService/RedeliverWebhook"
+	RunService_RunAndWait_FullMethodName            = "/wayfinder.v1.RunService/RunAndWait"
 )
 
 // RunServiceClient is the client API for RunService service.
@@ -70,6 +73,14 @@ type RunServiceClient interface {
 	// SubmitApproval answers a human checkpoint of a run that is
 	// AWAITING_APPROVAL.
 	SubmitApproval(ctx context.Context, in *SubmitApprovalRequest, opts ...grpc.CallOption) (*Run, error)
+	// StreamEvents follows the events of all the caller's runs (dashboards),
+	// from after_time (default: now). Over REST it is newline-delimited
+	// JSON; GET /v1/events:sse serves it as Server-Sent Events.
+	StreamEvents(ctx context.Context, in *StreamEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunEvent], error)
+	// ListWebhookDeliveries lists a run's webhook deliveries, newest first.
+	ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error)
+	// RedeliverWebhook sends a delivery again (a new delivery, same body).
+	RedeliverWebhook(ctx context.Context, in *RedeliverWebhookRequest, opts ...grpc.CallOption) (*WebhookDelivery, error)
 	// RunAndWait creates a run and blocks until it finishes or the timeout
 	// passes, whichever is first. On timeout the run keeps going and the
 	// response says timed_out.
@@ -183,6 +194,45 @@ func (c *runServiceClient) SubmitApproval(ctx context.Context, in *SubmitApprova
 	return out, nil
 }
 
+func (c *runServiceClient) StreamEvents(ctx context.Context, in *StreamEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RunService_ServiceDesc.Streams[1], RunService_StreamEvents_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StreamEventsRequest, RunEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RunService_StreamEventsClient = grpc.ServerStreamingClient[RunEvent]
+
+func (c *runServiceClient) ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWebhookDeliveriesResponse)
+	err := c.cc.Invoke(ctx, RunService_ListWebhookDeliveries_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *runServiceClient) RedeliverWebhook(ctx context.Context, in *RedeliverWebhookRequest, opts ...grpc.CallOption) (*WebhookDelivery, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WebhookDelivery)
+	err := c.cc.Invoke(ctx, RunService_RedeliverWebhook_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *runServiceClient) RunAndWait(ctx context.Context, in *RunAndWaitRequest, opts ...grpc.CallOption) (*RunAndWaitResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RunAndWaitResponse)
@@ -229,6 +279,14 @@ type RunServiceServer interface {
 	// SubmitApproval answers a human checkpoint of a run that is
 	// AWAITING_APPROVAL.
 	SubmitApproval(context.Context, *SubmitApprovalRequest) (*Run, error)
+	// StreamEvents follows the events of all the caller's runs (dashboards),
+	// from after_time (default: now). Over REST it is newline-delimited
+	// JSON; GET /v1/events:sse serves it as Server-Sent Events.
+	StreamEvents(*StreamEventsRequest, grpc.ServerStreamingServer[RunEvent]) error
+	// ListWebhookDeliveries lists a run's webhook deliveries, newest first.
+	ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error)
+	// RedeliverWebhook sends a delivery again (a new delivery, same body).
+	RedeliverWebhook(context.Context, *RedeliverWebhookRequest) (*WebhookDelivery, error)
 	// RunAndWait creates a run and blocks until it finishes or the timeout
 	// passes, whichever is first. On timeout the run keeps going and the
 	// response says timed_out.
@@ -269,6 +327,15 @@ func (UnimplementedRunServiceServer) GetMedia(context.Context, *GetMediaRequest)
 }
 func (UnimplementedRunServiceServer) SubmitApproval(context.Context, *SubmitApprovalRequest) (*Run, error) {
 	return nil, status.Error(codes.Unimplemented, "method SubmitApproval not implemented")
+}
+func (UnimplementedRunServiceServer) StreamEvents(*StreamEventsRequest, grpc.ServerStreamingServer[RunEvent]) error {
+	return status.Error(codes.Unimplemented, "method StreamEvents not implemented")
+}
+func (UnimplementedRunServiceServer) ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWebhookDeliveries not implemented")
+}
+func (UnimplementedRunServiceServer) RedeliverWebhook(context.Context, *RedeliverWebhookRequest) (*WebhookDelivery, error) {
+	return nil, status.Error(codes.Unimplemented, "method RedeliverWebhook not implemented")
 }
 func (UnimplementedRunServiceServer) RunAndWait(context.Context, *RunAndWaitRequest) (*RunAndWaitResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RunAndWait not implemented")
@@ -449,6 +516,53 @@ func _RunService_SubmitApproval_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunService_StreamEvents_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(StreamEventsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RunServiceServer).StreamEvents(m, &grpc.GenericServerStream[StreamEventsRequest, RunEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RunService_StreamEventsServer = grpc.ServerStreamingServer[RunEvent]
+
+func _RunService_ListWebhookDeliveries_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWebhookDeliveriesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunServiceServer).ListWebhookDeliveries(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunService_ListWebhookDeliveries_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunServiceServer).ListWebhookDeliveries(ctx, req.(*ListWebhookDeliveriesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RunService_RedeliverWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RedeliverWebhookRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunServiceServer).RedeliverWebhook(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunService_RedeliverWebhook_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunServiceServer).RedeliverWebhook(ctx, req.(*RedeliverWebhookRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _RunService_RunAndWait_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RunAndWaitRequest)
 	if err := dec(in); err != nil {
@@ -507,6 +621,14 @@ var RunService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _RunService_SubmitApproval_Handler,
 		},
 		{
+			MethodName: "ListWebhookDeliveries",
+			Handler:    _RunService_ListWebhookDeliveries_Handler,
+		},
+		{
+			MethodName: "RedeliverWebhook",
+			Handler:    _RunService_RedeliverWebhook_Handler,
+		},
+		{
 			MethodName: "RunAndWait",
 			Handler:    _RunService_RunAndWait_Handler,
 		},
@@ -515,6 +637,11 @@ var RunService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "StreamRunEvents",
 			Handler:       _RunService_StreamRunEvents_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "StreamEvents",
+			Handler:       _RunService_StreamEvents_Handler,
 			ServerStreams: true,
 		},
 	},
