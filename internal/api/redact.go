@@ -12,8 +12,9 @@ const Redacted = "[redacted]"
 // RedactParams returns a copy of p with every secret value replaced by
 // Redacted, and whether p held any. The secret fields are the ones the
 // proto marks "Secret": auth passwords, tokens, keys, client secrets,
-// cookie values, localStorage values, and the header values of callback
-// webhooks, custom tool webhooks and the prompt runner.
+// cookie values, localStorage values, the run webhook's signing secret, and
+// the header values of callback webhooks, custom tool webhooks and the
+// prompt runner.
 func RedactParams(p *wfv1.RunParams) (*wfv1.RunParams, bool) {
 	out := proto.Clone(p).(*wfv1.RunParams)
 	found := false
@@ -56,6 +57,9 @@ func RedactParams(p *wfv1.RunParams) (*wfv1.RunParams, bool) {
 	}
 	if cb := out.GetAuth().GetGlobalCallback(); cb != nil {
 		callback(cb)
+	}
+	if wh := out.GetWebhook(); wh != nil {
+		str(&wh.Secret)
 	}
 	if pr := out.GetPromptRunner(); pr != nil {
 		values(pr.Headers)
