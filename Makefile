@@ -30,7 +30,7 @@ all: build
 
 ## build: compile the server to bin/wayfinder
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/server
+	$(GO) build -trimpath -o $(BIN) ./cmd/wayfinder
 
 ## deps: install Chromium and PostgreSQL when missing
 deps:

@@ -49,7 +49,7 @@ func serverBinary(t *testing.T) string {
 			return
 		}
 		binary.path = filepath.Join(dir, "wayfinder")
-		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/wayfinder/wayfinder/cmd/server").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/wayfinder/wayfinder/cmd/wayfinder").CombinedOutput()
 		if err != nil {
 			binary.err = fmt.Errorf("go build: %v: %s", err, out)
 		}
