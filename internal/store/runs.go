@@ -173,13 +173,15 @@ const runColumns = `id, coalesce(request_id, ''), status, params, created_at, st
 	step_count, coalesce(error_category, ''), coalesce(error_message, ''), coalesce(error_step, 0),
 	coalesce(final_screenshot_media_id::text, ''), coalesce(final_url, ''), final_verdict,
 	cancel_requested, attempts, last_event_seq,
-	input_tokens, output_tokens, cached_input_tokens, cost_usd::float8, model_calls, coalesce(summary, ''), tenant_id`
+	input_tokens, output_tokens, cached_input_tokens, cost_usd::float8, model_calls, coalesce(summary, ''), tenant_id,
+	criteria, ` + pendingApprovalColumn
 
 func scanRun(row pgx.Row) (*wfv1.Run, error) {
 	var (
 		run                          wfv1.Run
 		status, errCategory, errMsg  string
 		params, verdict              []byte
+		criteria, pending            []byte
 		created                      time.Time
 		started, ended               *time.Time
 		stepCount, errStep, attempts int32
@@ -190,7 +192,8 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 		&stepCount, &errCategory, &errMsg, &errStep,
 		&run.FinalScreenshotMediaId, &run.FinalUrl, &verdict,
 		&run.CancelRequested, &attempts, &run.LastEventSequence,
-		&usage.InputTokens, &usage.OutputTokens, &usage.CachedInputTokens, &usage.CostUsd, &usage.ModelCalls, &run.Summary, &run.TenantId)
+		&usage.InputTokens, &usage.OutputTokens, &usage.CachedInputTokens, &usage.CostUsd, &usage.ModelCalls, &run.Summary, &run.TenantId,
+		&criteria, &pending)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +229,14 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 	run.Success = run.Status == wfv1.RunStatus_RUN_STATUS_COMPLETED
 	if usage.ModelCalls > 0 {
 		run.Usage = &usage
+	}
+	if run.Criteria, err = decodeCriteria(criteria); err != nil {
+		return nil, fmt.Errorf("run %s: %w", run.Id, err)
+	}
+	if pending != nil {
+		if run.PendingApproval, err = decodeApproval(pending); err != nil {
+			return nil, fmt.Errorf("run %s: %w", run.Id, err)
+		}
 	}
 	return &run, nil
 }
