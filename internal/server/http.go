@@ -52,6 +52,7 @@ func httpHandler(ctx context.Context, grpcAddr string, d apiDeps) (http.Handler,
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
+	mountDashboard(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -1,0 +1,374 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-rod/rod"
+	"github.com/go-rod/rod/lib/launcher"
+	"github.com/go-rod/rod/lib/launcher/flags"
+	"github.com/go-rod/rod/lib/proto"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wayfinder/wayfinder/internal/config"
+	"github.com/wayfinder/wayfinder/internal/llm"
+	"github.com/wayfinder/wayfinder/internal/llm/llmtest"
+	"github.com/wayfinder/wayfinder/internal/pool"
+	"github.com/wayfinder/wayfinder/internal/store/storetest"
+)
+
+const wantDashboardCSP = "default-src 'self'; img-src 'self' data:; script-src 'self'; style-src 'self'; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// uiWait bounds every wait for the page; it is a deadline for a broken
+// dashboard, not a measure of speed.
+const uiWait = 2 * time.Minute
+
+// TestDashboardServing: the dashboard's files are served under /ui/ with
+// the strict CSP, / leads to it, and nothing else of web/ is served.
+func TestDashboardServing(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, storetest.NewDB(t), serverOpts{role: config.RoleAPI})
+	base := "http://" + ts.addrs.HTTP
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	for _, tc := range []struct {
+		path     string
+		status   int
+		location string
+		ctype    string
+		contains string
+	}{
+		{path: "/", status: http.StatusFound, location: "/ui/"},
+		{path: "/ui", status: http.StatusTemporaryRedirect, location: "/ui/"},
+		{path: "/ui/", status: http.StatusOK, ctype: "text/html", contains: `<script type="module" src="app.js"></script>`},
+		{path: "/ui/index.html", status: http.StatusOK, ctype: "text/html"},
+		{path: "/ui/app.js", status: http.StatusOK, ctype: "javascript", contains: "hashchange"},
+		{path: "/ui/app.css", status: http.StatusOK, ctype: "text/css"},
+		{path: "/ui/web.go", status: http.StatusNotFound},
+		{path: "/ui/nope/", status: http.StatusNotFound},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			resp, err := noRedirect.Get(base + tc.path)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.Equal(t, tc.status, resp.StatusCode, "%s", body)
+			if tc.location != "" {
+				require.Equal(t, tc.location, resp.Header.Get("Location"))
+			}
+			if tc.status == http.StatusOK {
+				require.Equal(t, wantDashboardCSP, resp.Header.Get("Content-Security-Policy"))
+				require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+				require.Contains(t, resp.Header.Get("Content-Type"), tc.ctype)
+				require.Contains(t, string(body), tc.contains)
+				require.NotEmpty(t, resp.Header.Get("ETag"))
+			}
+		})
+	}
+
+	// A browser that has the file revalidates it for free.
+	resp, err := http.Get(base + "/ui/app.js")
+	require.NoError(t, err)
+	resp.Body.Close()
+	req, err := http.NewRequest(http.MethodGet, base+"/ui/app.js", nil)
+	require.NoError(t, err)
+	req.Header.Set("If-None-Match", resp.Header.Get("ETag"))
+	again, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	again.Body.Close()
+	require.Equal(t, http.StatusNotModified, again.StatusCode)
+}
+
+// TestDashboardLiveRun drives the dashboard in Chromium: a run created
+// through the API appears in the open list, its detail page shows its steps
+// as they happen (screenshot, reasoning, tool calls), then its end; text
+// from the goal and the model is shown as text, never as markup.
+func TestDashboardLiveRun(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, storetest.NewDB(t), serverOpts{allowPrivate: true})
+	base := "http://" + ts.addrs.HTTP
+	site := newSite(t)
+	model := newGatedModel(t, func(turn int) llm.ToolCall {
+		if turn == 1 {
+			return llm.Call("browser_click", map[string]any{"target": map[string]any{"role": "button", "name": "Go"}, "confidence": 0.9})
+		}
+		return llm.Call("complete_task", map[string]any{"status": "success", "reason": "clicked Go"})
+	})
+	page := openDashboard(t, base+"/ui/")
+	page.waitJS(`() => document.querySelector('#live').dataset.mode !== undefined && document.querySelector('.runs-table') !== null`)
+
+	goal := `Click Go <script>window.__pwned = 1</script><img src="x" id="pwn" onerror="window.__pwned = 2">`
+	runID := createRunREST(t, base, map[string]any{
+		"goal": goal, "start_url": site.URL + "/", "allowed_domains": []string{"127.0.0.1"},
+		"labels":     map[string]string{"suite": "dashboard"},
+		"controller": map[string]any{"provider": "openai", "model": "test-model", "base_url": model.URL},
+		"judge":      map[string]any{"strategy": "JUDGE_STRATEGY_LLM", "model": map[string]any{"provider": "openai", "model": "test-model", "base_url": model.URL}},
+	})
+
+	// The list shows the new run without a reload.
+	row := page.el(`tr[data-run-id="` + runID + `"]`)
+	t.Logf("list kept live by: %s", page.text(`#live`))
+	require.Equal(t, goal, page.prop(row, `.goal`, "textContent"))
+
+	// Its detail page, while the model has not answered yet.
+	page.click(`tr[data-run-id="` + runID + `"] a.goal`)
+	page.el(`section.run[data-run-id="` + runID + `"] .run-header h1.goal`)
+	require.Equal(t, goal, page.text(`.run-header h1.goal`))
+	require.False(t, page.has(`li.step:not(.in-progress)`), "no step is finished before the model answers")
+
+	// Step 1 appears as it finishes: screenshot, reasoning, the click.
+	model.release(1)
+	page.el(`li.step[data-step="1"]:not(.in-progress)`)
+	require.Equal(t, model.reasoning(1), page.text(`li.step[data-step="1"] .reasoning`))
+	require.Equal(t, "ok", page.text(`li.step[data-step="1"] .action[data-tool="browser_click"] .outcome`))
+	page.waitJS(`() => { const i = document.querySelector('li.step[data-step="1"] .thumb img'); return i && i.complete && i.naturalWidth > 0 }`)
+	require.False(t, page.has(`li.step[data-step="2"]:not(.in-progress)`))
+	page.shot("run-step1")
+
+	// The screenshot opens in full.
+	page.click(`li.step[data-step="1"] .thumb`)
+	page.waitJS(`() => { const i = document.querySelector('dialog.viewer[open] img'); return i && i.complete && i.naturalWidth >= 800 }`)
+	page.click(`dialog.viewer`)
+	page.waitJS(`() => !document.querySelector('dialog.viewer[open]')`)
+
+	// The model completes the task; the header follows.
+	model.release(2)
+	page.el(`.run-header .status[data-status="RUN_STATUS_COMPLETED"]`)
+	page.el(`li.step[data-step="2"]:not(.in-progress) .action[data-tool="complete_task"]`)
+	require.Contains(t, page.text(`.run-header .summary`), "clicked Go")
+	require.Contains(t, page.text(`.run-header .final-verdict`), "done")
+	require.False(t, page.has(`.run-header button.cancel`), "a finished run cannot be cancelled")
+	page.shot("run-completed")
+
+	// Its model calls.
+	page.click(`nav.tabs a[data-tab="prompt-runs"]`)
+	page.el(`article.prompt-run[data-role="judge"]`)
+	require.Contains(t, page.text(`article.prompt-run[data-role="controller"] .model`), "test-model")
+	page.el(`article.prompt-run[data-role="controller"] .media-strip img`)
+	page.shot("prompt-runs")
+
+	// Back in the list, the run is complete, with its final screenshot.
+	page.click(`a.back`)
+	page.el(`tr[data-run-id="` + runID + `"][data-status="RUN_STATUS_COMPLETED"]`)
+	page.waitJS(`() => { const i = document.querySelector('tr[data-run-id="` + runID + `"] img.list-thumb'); return i && i.complete && i.naturalWidth > 0 }`)
+	page.shot("runs")
+
+	// The status filter.
+	page.click(`.chips a[data-filter="RUN_STATUS_FAILED"]`)
+	page.waitJS(`() => location.hash.includes('status=FAILED') && !document.querySelector('tr[data-run-id="` + runID + `"]')`)
+	page.click(`.chips a[data-filter="all"]`)
+	page.el(`tr[data-run-id="` + runID + `"]`)
+
+	// Untrusted text stayed text: no element came from the goal or the
+	// reasoning, no script ran.
+	require.Equal(t, false, page.eval(`() => window.__pwned !== undefined || document.getElementById('pwn') !== null`))
+	page.noErrors()
+}
+
+// gatedModel is a fake OpenAI-compatible model whose controller turns are
+// held until the test releases them, so the test can look at the page
+// between steps. A turn is counted from the conversation (its assistant
+// messages), so a retried call is the same turn. Its judge says done once
+// the controller completed the task.
+type gatedModel struct {
+	*llmtest.Server
+	mu    sync.Mutex
+	gates map[int]chan struct{}
+	done  atomic.Bool
+}
+
+func newGatedModel(t *testing.T, call func(turn int) llm.ToolCall) *gatedModel {
+	t.Helper()
+	m := &gatedModel{gates: map[int]chan struct{}{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.Server = llmtest.NewOpenAI(t, func(c llmtest.Call) llmtest.Reply {
+		usage := llm.Usage{InputTokens: 1500, OutputTokens: 60}
+		if slices.Contains(c.Tools, "submit_verdict") {
+			args, _ := json.Marshal(map[string]any{"done": m.done.Load(), "confidence": 0.9, "reason": "looked at the page", "feedback": ""})
+			return llmtest.Reply{ToolCalls: []llm.ToolCall{{Name: "submit_verdict", Arguments: args}}, Usage: usage}
+		}
+		turn := 1
+		for _, msg := range c.Messages {
+			if msg.Role == llm.RoleAssistant {
+				turn++
+			}
+		}
+		select {
+		case <-m.gate(turn):
+		case <-ctx.Done():
+			return llmtest.Reply{Status: http.StatusServiceUnavailable}
+		}
+		tc := call(turn)
+		if tc.Name == "complete_task" {
+			m.done.Store(true)
+		}
+		return llmtest.Reply{Text: m.reasoning(turn), ToolCalls: []llm.ToolCall{tc}, Usage: usage}
+	})
+	t.Cleanup(cancel) // before the server's own cleanup, which waits for held calls
+	return m
+}
+
+func (m *gatedModel) gate(turn int) chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g, ok := m.gates[turn]
+	if !ok {
+		g = make(chan struct{})
+		m.gates[turn] = g
+	}
+	return g
+}
+
+// release lets the model answer its turn.
+func (m *gatedModel) release(turn int) { close(m.gate(turn)) }
+
+// reasoning is the model's text in a turn: markup that must show as text.
+func (m *gatedModel) reasoning(turn int) string {
+	return "Turn " + string(rune('0'+turn)) + ": the page has a <b>Go</b> button & I act on it"
+}
+
+// createRunREST creates a run over REST and returns its ID.
+func createRunREST(t *testing.T, base string, params map[string]any) string {
+	t.Helper()
+	body, err := json.Marshal(params)
+	require.NoError(t, err)
+	var run struct {
+		ID string `json:"id"`
+	}
+	require.Equal(t, http.StatusOK, restJSON(t, http.MethodPost, base+"/v1/runs", string(body), &run))
+	require.NotEmpty(t, run.ID)
+	return run.ID
+}
+
+// uiPage is the dashboard open in a headless Chromium.
+type uiPage struct {
+	t *testing.T
+	p *rod.Page
+
+	mu     sync.Mutex
+	errors []string
+}
+
+// openDashboard starts a Chromium of the test's own (the system binary, no
+// sandbox, no background networking; never a download) and opens url. JS
+// exceptions and CSP violations of the page are collected for noErrors.
+func openDashboard(t *testing.T, url string) *uiPage {
+	t.Helper()
+	bin, err := pool.FindChromium("")
+	require.NoError(t, err)
+	l := launcher.New().Bin(bin).Leakless(false).Headless(true).UserDataDir(t.TempDir()).
+		Set(flags.NoSandbox).Set("disable-background-networking").Set("disable-component-update").
+		Set("no-default-browser-check").Set("disable-gpu")
+	controlURL, err := l.Launch()
+	require.NoError(t, err)
+	t.Cleanup(l.Kill)
+	b := rod.New().ControlURL(controlURL)
+	require.NoError(t, b.Connect())
+	t.Cleanup(func() { _ = b.Close() })
+
+	p, err := b.Page(proto.TargetCreateTarget{URL: "about:blank"})
+	require.NoError(t, err)
+	u := &uiPage{t: t, p: p}
+	require.NoError(t, proto.LogEnable{}.Call(p))
+	go p.EachEvent(func(e *proto.RuntimeExceptionThrown) {
+		u.addError("exception: " + e.ExceptionDetails.Text + " " + e.ExceptionDetails.Exception.Description)
+	}, func(e *proto.LogEntryAdded) {
+		if e.Entry.Source == proto.LogLogEntrySourceSecurity {
+			u.addError("security: " + e.Entry.Text)
+		}
+	})()
+	require.NoError(t, p.Navigate(url))
+	require.NoError(t, p.WaitLoad())
+	return u
+}
+
+func (u *uiPage) addError(s string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.errors = append(u.errors, s)
+}
+
+// noErrors fails the test when the page threw or violated its CSP.
+func (u *uiPage) noErrors() {
+	u.t.Helper()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	require.Empty(u.t, u.errors, "the page reported errors")
+}
+
+// el waits for an element.
+func (u *uiPage) el(selector string) *rod.Element {
+	u.t.Helper()
+	el, err := u.p.Timeout(uiWait).Element(selector)
+	require.NoError(u.t, err, "waiting for %s", selector)
+	return el.CancelTimeout()
+}
+
+func (u *uiPage) has(selector string) bool {
+	u.t.Helper()
+	ok, _, err := u.p.Has(selector)
+	require.NoError(u.t, err)
+	return ok
+}
+
+// text is an element's text as shown.
+func (u *uiPage) text(selector string) string {
+	u.t.Helper()
+	s, err := u.el(selector).Text()
+	require.NoError(u.t, err)
+	return strings.TrimSpace(s)
+}
+
+// prop reads a property of the element matching selector under el.
+func (u *uiPage) prop(el *rod.Element, selector, name string) string {
+	u.t.Helper()
+	inner, err := el.Element(selector)
+	require.NoError(u.t, err)
+	v, err := inner.Property(name)
+	require.NoError(u.t, err)
+	return v.Str()
+}
+
+func (u *uiPage) click(selector string) {
+	u.t.Helper()
+	require.NoError(u.t, u.el(selector).Click(proto.InputMouseButtonLeft, 1), "click %s", selector)
+}
+
+// waitJS waits until the function js returns true.
+func (u *uiPage) waitJS(js string, args ...any) {
+	u.t.Helper()
+	require.NoError(u.t, u.p.Timeout(uiWait).Wait(rod.Eval(js, args...)), "waiting for %s", js)
+}
+
+// shot saves a screenshot of the page as name.png into the directory
+// WAYFINDER_TEST_SCREENSHOTS names, for looking at the dashboard; without
+// it, nothing.
+func (u *uiPage) shot(name string) {
+	u.t.Helper()
+	dir := os.Getenv("WAYFINDER_TEST_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := u.p.Screenshot(true, nil)
+	require.NoError(u.t, err)
+	require.NoError(u.t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+}
+
+func (u *uiPage) eval(js string, args ...any) any {
+	u.t.Helper()
+	res, err := u.p.Eval(js, args...)
+	require.NoError(u.t, err)
+	return res.Value.Val()
+}

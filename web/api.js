@@ -1,0 +1,269 @@
+// The REST API client: calls with the API key, screenshots, and the two
+// live feeds (a run's NDJSON event stream, the tenant's SSE stream).
+
+const KEY_STORAGE = 'wayfinder.apiKey';
+
+// The key lives in sessionStorage only: it is gone when the tab closes and
+// never shared with other tabs or written to disk by the page.
+export function apiKey() {
+  return sessionStorage.getItem(KEY_STORAGE) || '';
+}
+
+export function setAPIKey(key) {
+  if (key) sessionStorage.setItem(KEY_STORAGE, key);
+  else sessionStorage.removeItem(KEY_STORAGE);
+  mediaCache.clear();
+}
+
+let authNeeded = () => {};
+
+// onAuthNeeded registers what to do when the server answers 401 (ask for a
+// key).
+export function onAuthNeeded(fn) {
+  authNeeded = fn;
+}
+
+// APIError is a failed call: the HTTP status and the server's message.
+export class APIError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+function headers(extra) {
+  const hs = { ...extra };
+  const key = apiKey();
+  if (key) hs.Authorization = `Bearer ${key}`;
+  return hs;
+}
+
+async function failure(resp) {
+  let message = `${resp.status} ${resp.statusText}`;
+  try {
+    const body = await resp.json();
+    if (body && typeof body.message === 'string') message = body.message;
+  } catch {
+    // not JSON: keep the status line
+  }
+  if (resp.status === 401) authNeeded();
+  return new APIError(resp.status, message);
+}
+
+// call sends a JSON request and returns the decoded answer.
+export async function call(method, path, body, signal) {
+  const init = { method, headers: headers(), signal };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const resp = await fetch(path, init);
+  if (!resp.ok) throw await failure(resp);
+  return resp.json();
+}
+
+// listAll follows next_page_token until the last page and returns the
+// items under field.
+export async function listAll(path, field, signal) {
+  const out = [];
+  let token = '';
+  for (;;) {
+    const sep = path.includes('?') ? '&' : '?';
+    const page = await call('GET', token ? `${path}${sep}page_token=${encodeURIComponent(token)}` : path, undefined, signal);
+    out.push(...(page[field] || []));
+    token = page.next_page_token || '';
+    if (!token) return out;
+  }
+}
+
+export const runPath = (id) => `/v1/runs/${encodeURIComponent(id)}`;
+export const mediaPath = (id) => `/v1/media/${encodeURIComponent(id)}`;
+
+// Screenshots fetched with a key become data: URLs (an <img> cannot send a
+// header, and the page's CSP allows data: images but not blob:). Bounded,
+// oldest out first.
+const mediaCache = new Map();
+const MEDIA_CACHE_SIZE = 200;
+
+// setMediaSource points img at a stored screenshot.
+export async function setMediaSource(img, id) {
+  if (!apiKey()) {
+    img.src = mediaPath(id);
+    return;
+  }
+  let url = mediaCache.get(id);
+  if (!url) {
+    const resp = await fetch(mediaPath(id), { headers: headers() });
+    if (!resp.ok) throw await failure(resp);
+    const blob = await resp.blob();
+    url = await new Promise((resolve, reject) => {
+      const r = new FileReader();
+      r.onload = () => resolve(r.result);
+      r.onerror = () => reject(r.error);
+      r.readAsDataURL(blob);
+    });
+    mediaCache.set(id, url);
+    if (mediaCache.size > MEDIA_CACHE_SIZE) mediaCache.delete(mediaCache.keys().next().value);
+  }
+  img.src = url;
+}
+
+const sleep = (ms, signal) => new Promise((resolve) => {
+  const t = setTimeout(resolve, ms);
+  signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+});
+
+// followRun reads a run's events (GET /v1/runs/{id}/events, one
+// {"result": RunEvent} per line) after afterSequence and calls onEvent for
+// each, reconnecting from the last sequence seen when the connection
+// drops, until the FINISHED event or until signal aborts. The key travels
+// in the Authorization header, never in a URL.
+export async function followRun(id, afterSequence, onEvent, signal) {
+  let seq = afterSequence;
+  let backoff = 500;
+  while (!signal.aborted) {
+    try {
+      const resp = await fetch(`${runPath(id)}/events?after_sequence=${seq}`, { headers: headers(), signal });
+      if (!resp.ok) throw await failure(resp);
+      backoff = 500;
+      for await (const line of lines(resp.body, signal)) {
+        const msg = JSON.parse(line);
+        if (msg.error) throw new APIError(500, msg.error.message || 'stream error');
+        const ev = msg.result;
+        if (!ev) continue;
+        seq = Math.max(seq, Number(ev.sequence));
+        onEvent(ev);
+        if (ev.type === 'RUN_EVENT_TYPE_FINISHED') return;
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      if (err instanceof APIError && (err.status === 401 || err.status === 404)) throw err;
+    }
+    await sleep(backoff, signal);
+    backoff = Math.min(backoff * 2, 10000);
+  }
+}
+
+// lines splits a byte stream into lines.
+async function* lines(body, signal) {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += decoder.decode(value, { stream: true });
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (line) yield line;
+      }
+    }
+    if (buf.trim()) yield buf.trim();
+  } finally {
+    if (!signal.aborted) reader.cancel().catch(() => {});
+  }
+}
+
+// The tenant's event stream is Server-Sent Events, so the browser resumes
+// it by itself (Last-Event-ID). An EventSource cannot send headers: the
+// key goes in access_token.
+const ALL_EVENTS = '/v1/events:sse';
+
+// Event names a server may give SSE messages besides the default
+// "message": the RunEventType names, long and short.
+const EVENT_NAMES = ['QUEUED', 'STARTED', 'STEP_STARTED', 'STEP_FINISHED', 'TOOL_CALLED', 'TOOL_RESULT',
+  'JUDGE_VERDICT', 'APPROVAL_REQUESTED', 'APPROVAL_ANSWERED', 'CANCEL_REQUESTED', 'REQUEUED', 'FINISHED',
+  'AUTH_APPLIED', 'POLICY', 'TAKEOVER'].flatMap((n) => [`RUN_EVENT_TYPE_${n}`, n.toLowerCase()]).concat('run_event');
+
+// POLL_MS is how often the runs list is reloaded when the server has no
+// event stream.
+export const POLL_MS = 3000;
+
+// followAll follows the events of all the tenant's runs. handlers:
+// event(RunEvent), mode("live" | "reconnecting" | "polling"),
+// resync() (on each (re)connection, or every POLL_MS while polling: reload
+// the list, events may have been missed). It returns a function that stops
+// it.
+export function followAll(handlers) {
+  let es = null;
+  let timer = null;
+  let stopped = false;
+
+  const poll = () => {
+    handlers.mode('polling');
+    const tick = () => {
+      if (stopped) return;
+      handlers.resync();
+      timer = setTimeout(tick, POLL_MS);
+    };
+    timer = setTimeout(tick, POLL_MS);
+  };
+
+  const onMessage = (m) => {
+    let data;
+    try {
+      data = JSON.parse(m.data);
+    } catch {
+      return; // a comment or heartbeat in a shape we do not know
+    }
+    const ev = data && (data.result || data.event || data);
+    if (ev && ev.run_id) handlers.event(ev);
+  };
+
+  const open = () => {
+    if (stopped) return;
+    const key = apiKey();
+    es = new EventSource(key ? `${ALL_EVENTS}?access_token=${encodeURIComponent(key)}` : ALL_EVENTS);
+    es.addEventListener('message', onMessage);
+    for (const name of EVENT_NAMES) es.addEventListener(name, onMessage);
+    es.addEventListener('open', () => {
+      handlers.mode('live');
+      handlers.resync(); // whatever happened while not connected
+    });
+    es.addEventListener('error', async () => {
+      if (stopped) return;
+      if (es.readyState !== EventSource.CLOSED) {
+        handlers.mode('reconnecting'); // the browser retries by itself
+        return;
+      }
+      // Closed for good: the answer was not a stream. Ask once more with
+      // fetch to see why.
+      es = null;
+      const status = await probe();
+      if (stopped) return;
+      if (status === 404 || status === 405 || status === 501) {
+        poll(); // a server without the stream
+      } else if (status === 401) {
+        handlers.mode('reconnecting');
+        authNeeded();
+      } else {
+        handlers.mode('reconnecting');
+        timer = setTimeout(open, POLL_MS);
+      }
+    });
+  };
+
+  open();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+    es?.close();
+  };
+}
+
+// probe returns the HTTP status of the stream endpoint (0 when it cannot be
+// reached), reading no body.
+async function probe() {
+  const ctl = new AbortController();
+  try {
+    const resp = await fetch(ALL_EVENTS, { headers: headers(), signal: ctl.signal });
+    return resp.status;
+  } catch {
+    return 0;
+  } finally {
+    ctl.abort();
+  }
+}
