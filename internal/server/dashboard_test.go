@@ -20,6 +20,7 @@ import (
 	"github.com/go-rod/rod/lib/proto"
 	"github.com/stretchr/testify/require"
 
+	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/config"
 	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/llm/llmtest"
@@ -341,6 +342,14 @@ func (u *uiPage) prop(el *rod.Element, selector, name string) string {
 	return v.Str()
 }
 
+// input types text into an empty field.
+func (u *uiPage) input(selector, text string) {
+	u.t.Helper()
+	el := u.el(selector)
+	require.NoError(u.t, el.SelectAllText())
+	require.NoError(u.t, el.Input(text))
+}
+
 func (u *uiPage) click(selector string) {
 	u.t.Helper()
 	require.NoError(u.t, u.el(selector).Click(proto.InputMouseButtonLeft, 1), "click %s", selector)
@@ -371,4 +380,51 @@ func (u *uiPage) eval(js string, args ...any) any {
 	res, err := u.p.Eval(js, args...)
 	require.NoError(u.t, err)
 	return res.Value.Val()
+}
+
+// TestDashboardAPIKey: on a server that requires keys the page asks for
+// one, says so when it is refused, keeps it for the tab only, and shows
+// screenshots it can only fetch with the key.
+func TestDashboardAPIKey(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, storetest.NewDB(t), serverOpts{adminKey: testAdminKey})
+	site := newSite(t)
+	ctx := as(context.Background(), testAdminKey)
+	run, err := ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: params(site.URL + "/")})
+	require.NoError(t, err)
+	stream, err := ts.client.StreamRunEvents(ctx, &wfv1.StreamRunEventsRequest{RunId: run.Id})
+	require.NoError(t, err)
+	for {
+		ev, err := stream.Recv()
+		require.NoError(t, err)
+		if ev.Type == wfv1.RunEventType_RUN_EVENT_TYPE_FINISHED {
+			require.Equal(t, wfv1.RunStatus_RUN_STATUS_COMPLETED, ev.GetRun().GetStatus())
+			break
+		}
+	}
+
+	page := openDashboard(t, "http://"+ts.addrs.HTTP+"/ui/")
+	page.el(`dialog#key-dialog[open]`)
+	require.False(t, page.has(`tr[data-run-id]`))
+
+	page.input(`#key-input`, "wf_not-a-key")
+	page.click(`#key-form button[type="submit"]`)
+	page.el(`dialog#key-dialog[open] #key-error:not([hidden])`)
+
+	page.input(`#key-input`, testAdminKey)
+	page.click(`#key-form button[type="submit"]`)
+	page.el(`tr[data-run-id="` + run.Id + `"][data-status="RUN_STATUS_COMPLETED"]`)
+	// An <img> cannot send the key: the screenshot arrives as a data: URL.
+	page.waitJS(`() => { const i = document.querySelector('img.list-thumb'); return i && i.src.startsWith('data:image/') && i.complete && i.naturalWidth > 0 }`)
+	require.Equal(t, testAdminKey, page.eval(`() => sessionStorage.getItem('wayfinder.apiKey')`))
+	require.EqualValues(t, 0, page.eval(`() => localStorage.length`))
+
+	page.click(`tr[data-run-id="` + run.Id + `"] a.goal`)
+	page.waitJS(`() => { const i = document.querySelector('li.step[data-step="1"] .thumb img'); return i && i.src.startsWith('data:image/') && i.complete && i.naturalWidth > 0 }`)
+
+	// Forgetting the key asks again.
+	page.click(`#key-button`)
+	page.el(`dialog#key-dialog[open]`)
+	require.Nil(t, page.eval(`() => sessionStorage.getItem('wayfinder.apiKey')`))
+	page.noErrors()
 }
