@@ -63,10 +63,16 @@ type run struct {
 	record context.Context // survives cancellation: the record is written
 	b      Browser
 	p      Params
-	// sink is the caller's sink behind a redactingSink; approver is the
+	// sink is the caller's sink behind a redactingSink; approvals is the
 	// caller's sink when it can ask a human.
-	sink     Sink
-	approver Approver
+	sink      Sink
+	approvals Approvals
+	// cps is the state of the run's checkpoints; ended is set when an
+	// unanswered approval's timeout policy ended the run.
+	cps   checkpointState
+	ended *Result
+	// criteria are the completion indicators' last results.
+	criteria []IndicatorResult
 	// secrets are substituted into fill and type actions; redact hides
 	// their values (and Params.Redact) from the model and the record.
 	secrets *secrets
@@ -164,7 +170,10 @@ func (r *Runner) newRun(ctx context.Context, b Browser, p Params, sink Sink) (*r
 		observe: p.Controller.Provider() == llm.ProviderSteps,
 		redact:  red,
 	}
-	ru.approver, _ = sink.(Approver)
+	ru.approvals = sinkApprovals(sink)
+	ru.cps = checkpointState{approved: map[int]bool{}, guard: -1}
+	// Hooks find the run through their context (AskHuman).
+	ru.ctx = context.WithValue(ctx, runKey{}, ru)
 	if red.Active() {
 		ru.sink = redactingSink{Sink: sink, r: red}
 	}
@@ -245,6 +254,12 @@ func (ru *run) run() (Result, error) {
 	if res, done := ru.open(); done {
 		return ru.end(res)
 	}
+	if res, done := ru.resumeApproval(); done {
+		return ru.end(res)
+	}
+	if res, done := ru.checkpoints(); done {
+		return ru.end(res)
+	}
 	ru.rec.Actor = "model"
 	for {
 		res, done, err := ru.turn()
@@ -288,6 +303,7 @@ func (ru *run) end(res Result) (Result, error) {
 func (ru *run) result(res Result) Result {
 	res.Steps = ru.step
 	res.Usage, res.CostUSD = ru.usage, ru.cost
+	res.Criteria = ru.criteria
 	if res.Verdict == nil {
 		res.Verdict = ru.verdict
 	}
@@ -368,6 +384,9 @@ func (ru *run) open() (Result, bool) {
 	}
 	if !ru.takeObservation(nil) {
 		return ru.interruptedOrCrash()
+	}
+	if ru.ended != nil { // a hook's approval ended the run
+		return *ru.ended, true
 	}
 	ru.startConversation()
 	return Result{}, false
@@ -582,6 +601,33 @@ func (ru *run) turn() (res Result, done bool, err error) {
 			return r, true, nil
 		}
 	}
+	if ru.ended != nil { // a hook's approval ended the run
+		ru.answerUnanswered(&t, resp.ToolCalls, "not executed: the run ended")
+		ru.conv.turns = append(ru.conv.turns, t)
+		return *ru.ended, true, nil
+	}
+	// Checkpoints after every action: the run waits here for a human,
+	// before the model sees the page again.
+	if out.acted {
+		if r, done := ru.checkpoints(); done {
+			ru.answerUnanswered(&t, resp.ToolCalls, "not executed: the run ended at a checkpoint")
+			ru.conv.turns = append(ru.conv.turns, t)
+			return r, true, nil
+		}
+	}
+	check := ru.checkCriteria()
+	if r, done := ru.decideByCriteria(&t, check, &out); done {
+		ru.answerUnanswered(&t, resp.ToolCalls, "not executed: the run ended")
+		ru.conv.turns = append(ru.conv.turns, t)
+		return r, true, nil
+	}
+	if out.claim != nil && out.claim.Status == "success" && check != nil && len(check.unmet) > 0 {
+		// A success the run's own indicators contradict needs no judge.
+		ru.answer(&t, out.claimCall, map[string]any{"acknowledged": false, "message": check.unmetMessage()}, true)
+		ru.conv.turns = append(ru.conv.turns, t)
+		ru.attachObservation(&ru.conv.turns[len(ru.conv.turns)-1])
+		return Result{}, false, nil
+	}
 
 	// A claim is verified before the loop goes on (seed 002 §1.7).
 	if out.claim != nil {
@@ -612,6 +658,8 @@ func (ru *run) turn() (res Result, done bool, err error) {
 			return ru.judgeFailed(jerr), true, nil
 		}
 		switch {
+		case v.Done && check != nil && len(check.unmet) > 0:
+			ru.pending = append(ru.pending, "The judge believes the goal is met, but the run's success indicators do not hold yet: "+strings.Join(check.unmet, ", ")+".")
 		case v.Done:
 			return Result{Status: StatusCompleted, Verdict: &v, Reason: v.Reason}, true, nil
 		case v.Failed:
@@ -720,10 +768,12 @@ func assistantMessage(resp *llm.Response) llm.Message {
 
 // executed is what a turn's tool calls did.
 type executed struct {
-	snapshot    *browser.Snapshot // the newest page snapshot an action returned
-	claim       *judge.Claim
-	claimCall   llm.ToolCall
-	forceJudge  bool
+	snapshot   *browser.Snapshot // the newest page snapshot an action returned
+	claim      *judge.Claim
+	claimCall  llm.ToolCall
+	forceJudge bool
+	// acted: a browser action ran (checkpoints are evaluated after it).
+	acted       bool
 	interrupted bool
 	crashed     error
 	// fatal is a hook's error that ends the run (authentication).
@@ -758,7 +808,7 @@ func (ru *run) execute(calls []llm.ToolCall, t *turn) executed {
 			t.summary = append(t.summary, summarize(call.Name, a, "ok"))
 			stopped = "not executed: complete_task ends the turn"
 		case call.Name == ToolApproval:
-			ru.approval(t, call, a, args)
+			ru.approval(t, call, a, args, &out)
 			stopped = "not executed: request_human_approval ends the turn"
 		case call.Name == ToolGetSnapshot:
 			ru.getSnapshot(t, call, a, args, &out)
@@ -771,12 +821,14 @@ func (ru *run) execute(calls []llm.ToolCall, t *turn) executed {
 			}
 			browserActions++
 			changed := ru.browserTool(t, call, a, args, &out)
-			if out.interrupted || out.crashed != nil || out.fatal != nil {
+			if out.interrupted || out.crashed != nil || out.fatal != nil || ru.ended != nil {
 				stopped = "not executed"
 				continue
 			}
 			if changed {
 				stopped = "not executed: the page changed; look at the new snapshot first"
+			} else if ru.atCheckpoint(out.snapshot) {
+				stopped = "not executed: the page reached a human checkpoint"
 			}
 		default:
 			ru.answerError(t, call, args, "invalid_params", "unknown tool "+call.Name, 0)
@@ -802,6 +854,20 @@ func (ru *run) browserTool(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 	act, _, err := browserAction(call.Name, a, ru.p.ActionTimeout)
 	if err != nil {
 		ru.answerError(t, call, args, string(browser.CodeInvalidParams), err.Error(), 0)
+		return false
+	}
+	// A checkpoint the human rejected still guards its page.
+	allowed, _, done := ru.guarded(call.Name, a, func(msg string) {
+		ru.answerError(t, call, args, humanRejected, msg, 0)
+	})
+	if done {
+		if ru.ctx.Err() != nil {
+			out.interrupted = true
+		}
+		ru.answerError(t, call, args, humanRejected, "not executed: the run ended while awaiting approval", 0)
+		return false
+	}
+	if !allowed {
 		return false
 	}
 	begin := time.Now()
@@ -832,6 +898,7 @@ func (ru *run) browserTool(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 		ru.answerError(t, call, args, refused.code, refused.msg, time.Since(begin))
 		return false
 	}
+	out.acted = true
 	res, err := ru.page.Do(bctx, act)
 	if err == nil {
 		if act.Value != asked && res.Value == act.Value {
@@ -1042,41 +1109,6 @@ func (ru *run) customTool(t *turn, call llm.ToolCall, args map[string]any) {
 	t.results.Parts = append(t.results.Parts, llm.Part{ToolResult: &llm.ToolResult{CallID: call.ID, Name: call.Name, Content: string(result)}})
 	t.lean.Parts = append(t.lean.Parts, t.results.Parts[len(t.results.Parts)-1])
 	ru.note(Event{Kind: EventToolResult, Step: ru.step, Tool: call.Name, Outcome: "ok"})
-}
-
-// Approver is implemented by sinks that can pause a run for a human
-// decision (request_human_approval).
-type Approver interface {
-	// Approve asks a human and returns their answer.
-	Approve(ctx context.Context, step int, action, reason string) (approved bool, message string, err error)
-}
-
-func (ru *run) approval(t *turn, call llm.ToolCall, a toolArgs, args map[string]any) {
-	ap := ru.approver
-	if ap == nil {
-		ru.rec.Actions = append(ru.rec.Actions, Action{Tool: call.Name, Arguments: args, Outcome: "human_rejected", Message: "no approver"})
-		ru.answer(t, call, map[string]any{"approved": false, "error": "human_rejected",
-			"message": "No human can approve actions for this run. Do not take the action; find a path that needs no approval or call complete_task with status failed."}, true)
-		return
-	}
-	begin := time.Now()
-	approved, msg, err := ap.Approve(ru.ctx, ru.step, ru.redact.String(a.Action), ru.redact.String(a.Reason))
-	msg = ru.redact.String(msg)
-	outcome := "ok"
-	body := map[string]any{"approved": approved, "message": nil}
-	if err != nil || !approved {
-		outcome = "human_rejected"
-		body["error"] = "human_rejected"
-		if msg != "" {
-			body["message"] = "User feedback: " + msg
-		}
-		if err != nil {
-			body["message"] = ru.redact.String(err.Error())
-		}
-	}
-	ru.rec.Actions = append(ru.rec.Actions, Action{Tool: call.Name, Arguments: args, Outcome: outcome, Message: msg, Duration: time.Since(begin)})
-	t.summary = append(t.summary, summarize(call.Name, a, outcome))
-	ru.answer(t, call, body, outcome != "ok")
 }
 
 func (ru *run) answer(t *turn, call llm.ToolCall, body map[string]any, isError bool) {

@@ -123,6 +123,13 @@ type Params struct {
 	// Secrets and Redact (it must cover them): the caller can Add values
 	// it learns while the run goes.
 	Redactor *Redactor
+	// Checkpoints pause the run for a human (through the sink's
+	// Approvals) when the page after an action matches one; the model
+	// cannot bypass them. Default none.
+	Checkpoints []Checkpoint
+	// Criteria are the run's success and failure indicators, evaluated
+	// after every step. Default none.
+	Criteria Criteria
 }
 
 // JudgeStrategy selects how completion is decided (seed 000 §3.6).
@@ -156,6 +163,9 @@ const (
 	// StatusInterrupted: ctx ended before the run did. The caller knows why
 	// (cancellation, timeout, shutdown) and decides the final status.
 	StatusInterrupted
+	// StatusCancelled: an approval went unanswered and the run's timeout
+	// policy cancels it; Result.Reason says so.
+	StatusCancelled
 )
 
 func (s Status) String() string {
@@ -170,6 +180,8 @@ func (s Status) String() string {
 		return "error"
 	case StatusInterrupted:
 		return "interrupted"
+	case StatusCancelled:
+		return "cancelled"
 	}
 	return "unknown"
 }
@@ -246,6 +258,9 @@ type Step struct {
 	// Usage and CostUSD sum the step's model calls (controller and judge).
 	Usage   llm.Usage
 	CostUSD float64
+	// Criteria are the completion indicators evaluated after the step,
+	// nil when the run declares none.
+	Criteria []IndicatorResult
 }
 
 // Role names the prompt a model call served.
@@ -319,6 +334,9 @@ type Result struct {
 	Reason  string
 	Usage   llm.Usage
 	CostUSD float64
+	// Criteria are the completion indicators' last results, nil when the
+	// run declares none.
+	Criteria []IndicatorResult
 }
 
 // Runner executes runs.

@@ -21,8 +21,9 @@ import (
 const (
 	AnsweredByHuman   = "human"
 	AnsweredByTimeout = "timeout"
-	// AnsweredByCancel closes the open approval of a run that was
-	// cancelled (or timed out) while it waited; no answer reached it.
+	// AnsweredByCancel closes the open approval of a run that stopped
+	// waiting for good (cancelled, timed out, its browser died): nobody
+	// answered it.
 	AnsweredByCancel = "cancelled"
 )
 
@@ -103,7 +104,7 @@ type Answer struct {
 	ApprovalID string
 	Approved   bool
 	Message    string
-	// By is AnsweredByHuman or AnsweredByTimeout.
+	// By is AnsweredByHuman, AnsweredByTimeout or AnsweredByCancel.
 	By string
 }
 
@@ -201,20 +202,6 @@ func (s *Store) SuspendApproval(ctx context.Context, runID string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE runs SET status = 'running' WHERE id = $1 AND status = 'awaiting_approval'`, runID)
 	if err != nil {
 		return fmt.Errorf("suspend approval of run %s: %w", runID, err)
-	}
-	return nil
-}
-
-// CloseApproval closes an open approval that nobody answered because the
-// run ended while it waited (cancelled, timed out): it is marked rejected,
-// answered by AnsweredByCancel. The run's status and events are left to
-// whoever ends the run. An approval already answered is left alone.
-func (s *Store) CloseApproval(ctx context.Context, runID, id string) error {
-	_, err := s.pool.Exec(ctx, `
-		UPDATE approvals SET answered_at = now(), approved = false, answered_by = $3
-		WHERE id = $1 AND run_id = $2 AND answered_at IS NULL`, id, runID, AnsweredByCancel)
-	if err != nil {
-		return fmt.Errorf("close approval %s: %w", id, err)
 	}
 	return nil
 }

@@ -107,7 +107,8 @@ func TestApprovalSurvivesRequeue(t *testing.T) {
 	evs := listEvents(t, s, run.Id)
 	require.Equal(t, wfv1.RunEventType_RUN_EVENT_TYPE_APPROVAL_REQUESTED, evs[len(evs)-1].Type)
 
-	require.NoError(t, s.CloseApproval(ctx, run.Id, req.Id))
+	_, _, err = s.AnswerApproval(ctx, run.Id, store.Answer{ApprovalID: req.Id, By: store.AnsweredByCancel, Message: "run cancelled"})
+	require.NoError(t, err)
 	closed, err := s.GetApproval(ctx, run.Id, req.Id)
 	require.NoError(t, err)
 	require.Equal(t, store.AnsweredByCancel, closed.AnsweredBy)

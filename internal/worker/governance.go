@@ -44,9 +44,8 @@ func (w *Worker) governanceHooks(ctx context.Context, env *runEnv) (runner.Hooks
 	cfg := governance.RunConfig{
 		Settings: p.GetGovernance(),
 		Profiles: tenantProfiles,
-		// No approver yet: until the run's sink answers approvals
-		// (runner.Approver), CONSENT_POLICY_ASK is answered "declined".
-		Approve: nil,
+		// CONSENT_POLICY_ASK asks the run's human, like a checkpoint.
+		Approve: askConsent,
 		Report:  func(ctx context.Context, r governance.Report) { reportPolicy(ctx, env, r) },
 	}
 	if p.GetGovernance().GetRespectRobotsTxt() {

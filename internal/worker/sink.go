@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+	"github.com/wayfinder/wayfinder/internal/events"
 	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/netguard"
 	"github.com/wayfinder/wayfinder/internal/runner"
@@ -39,7 +40,44 @@ type sink struct {
 	// redact hides the run's secrets (runEnv.redactor); nil hides
 	// nothing.
 	redact *runner.Redactor
+	// hub wakes approval waits when the run has new events (an answer);
+	// nil: they poll the store.
+	hub *events.Hub
+	// human asks for approvals (approval.go); made on first use.
+	human *approvals
 }
+
+// approvals returns the run's way to a human.
+func (s *sink) approvals() *approvals {
+	if s.human == nil {
+		s.human = &approvals{store: s.store, hub: s.hub, runID: s.runID, log: s.logger()}
+	}
+	return s.human
+}
+
+// RequestApproval implements runner.Approvals: the run waits
+// AWAITING_APPROVAL until SubmitApproval answers (on any replica) or the
+// run's approval timeout passes.
+func (s *sink) RequestApproval(ctx context.Context, req runner.ApprovalRequest) (runner.ApprovalAnswer, error) {
+	req.Action, req.Reason, req.URL = s.redact.String(req.Action), s.redact.String(req.Reason), s.redact.String(req.URL)
+	return s.approvals().RequestApproval(ctx, req)
+}
+
+// ResumeApproval implements runner.Approvals.
+func (s *sink) ResumeApproval(ctx context.Context) (runner.ApprovalRequest, runner.ApprovalAnswer, bool, error) {
+	return s.approvals().ResumeApproval(ctx)
+}
+
+// Approve implements runner.Approver (a request of the model's).
+func (s *sink) Approve(ctx context.Context, step int, action, reason string) (bool, string, error) {
+	ans, err := s.RequestApproval(ctx, runner.ApprovalRequest{Source: runner.SourceModel, Action: action, Reason: reason, Step: step})
+	return ans.Approved, ans.Message, err
+}
+
+var (
+	_ runner.Approvals = (*sink)(nil)
+	_ runner.Approver  = (*sink)(nil)
+)
 
 // logger is the sink's logger, redacting.
 func (s *sink) logger() *slog.Logger { return redactLogger(s.log, s.redact) }
@@ -116,6 +154,15 @@ func (s *sink) StepFinished(ctx context.Context, st runner.Step) error {
 	var shot *store.Media
 	if st.Screenshot != nil {
 		shot = &store.Media{ContentType: "image/png", Data: st.Screenshot}
+	}
+	if st.Criteria != nil {
+		results := criteriaProto(st.Criteria)
+		for _, r := range results {
+			redactProto(s.redact, r)
+		}
+		if err := s.store.SetRunCriteria(ctx, s.runID, results); err != nil {
+			return err
+		}
 	}
 	recorded, err := s.store.RecordStep(ctx, step, shot)
 	if err != nil {
@@ -228,6 +275,11 @@ func (s *sink) Event(ctx context.Context, e runner.Event) error {
 
 // outcome is the run's final record from the engine's result.
 func (s *sink) outcome(_ context.Context, res runner.Result) (store.Outcome, error) {
+	if res.Status == runner.StatusCancelled { // an approval's timeout policy
+		res = s.redact.Result(res)
+		return store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_CANCELLED, FinalURL: res.FinalURL, Summary: res.Reason,
+			Error: &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_CANCELLED, Message: res.Reason, StepNumber: int32(res.Steps)}}, nil
+	}
 	status, ok := statuses[res.Status]
 	if !ok {
 		return store.Outcome{}, fmt.Errorf("unexpected engine status %v", res.Status)
