@@ -330,21 +330,6 @@ func (s *RunService) GetMedia(ctx context.Context, req *wfv1.GetMediaRequest) (*
 	return &httpbody.HttpBody{ContentType: m.ContentType, Data: m.Data}, nil
 }
 
-// SubmitApproval implements wayfinder.v1.RunService. Runs reach
-// AWAITING_APPROVAL only at human checkpoints; any other status is a failed
-// precondition.
-func (s *RunService) SubmitApproval(ctx context.Context, req *wfv1.SubmitApprovalRequest) (*wfv1.Run, error) {
-	run, err := s.ownRun(ctx, req.GetRunId())
-	if err != nil {
-		return nil, err
-	}
-	if run.Status != wfv1.RunStatus_RUN_STATUS_AWAITING_APPROVAL {
-		return nil, fmt.Errorf("run %s is %s, not awaiting approval: %w", run.Id, run.Status, fault.ErrFailedPrecondition)
-	}
-	// No run can pause at a checkpoint yet, so no run can get here.
-	return nil, fmt.Errorf("human checkpoints are not supported yet: %w", fault.ErrUnimplemented)
-}
-
 // RunAndWait implements wayfinder.v1.RunService.
 func (s *RunService) RunAndWait(ctx context.Context, req *wfv1.RunAndWaitRequest) (*wfv1.RunAndWaitResponse, error) {
 	timeout := 5 * time.Minute

@@ -99,6 +99,7 @@ func validateParams(p *wfv1.RunParams, maxRunTimeout time.Duration) (*wfv1.RunPa
 	validateEngine(&v, p)
 	validateAuth(&v, p.Auth)
 	validateGovernance(&v, p.Governance)
+	validateLive(&v, p)
 
 	p.Browser = validateBrowser(&v, p.Browser, maxRunTimeout)
 	validateLabels(&v, p.Labels)
