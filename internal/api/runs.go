@@ -6,6 +6,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -16,6 +17,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
@@ -190,52 +193,23 @@ func (s *RunService) CancelRun(ctx context.Context, req *wfv1.CancelRunRequest) 
 }
 
 // StreamRunEvents implements wayfinder.v1.RunService. It reads events from
-// the store at the client's pace: a slow client only delays itself.
+// the store at the client's pace: a slow client only delays itself, and one
+// that takes no event for SendStall is disconnected (streams.go).
 func (s *RunService) StreamRunEvents(req *wfv1.StreamRunEventsRequest, stream grpc.ServerStreamingServer[wfv1.RunEvent]) error {
-	ctx := stream.Context()
-	if err := requireID("run_id", req.GetRunId()); err != nil {
-		return err
-	}
-	if req.GetAfterSequence() < 0 {
-		var v fault.Violations
-		v.Add("after_sequence", "must not be negative")
-		return v.Err()
-	}
-	wake, unsubscribe := s.cfg.Hub.Subscribe(req.GetRunId())
-	defer unsubscribe()
-	run, err := s.ownRun(ctx, req.GetRunId())
-	if err != nil {
-		return err
-	}
-	// A finished run whose FINISHED event lies at or before after_sequence
-	// has nothing more to send. Any other run's FINISHED event is still
-	// ahead of the stream, which ends when it sends it.
-	if store.IsTerminal(run.Status) && req.GetAfterSequence() >= run.LastEventSequence {
-		return nil
-	}
-	const batch = 100
 	last := req.GetAfterSequence()
-	for {
-		evs, err := s.cfg.Store.ListEvents(ctx, req.GetRunId(), last, batch)
-		if err != nil {
+	err := s.FollowRunEvents(stream.Context(), req.GetRunId(), last, func(ev *wfv1.RunEvent) error {
+		if err := sendWithin(SendStall, func() error { return stream.Send(ev) }); err != nil {
 			return err
 		}
-		for _, ev := range evs {
-			if err := stream.Send(ev); err != nil {
-				return err
-			}
-			last = ev.Sequence
-			if ev.Type == wfv1.RunEventType_RUN_EVENT_TYPE_FINISHED {
-				return nil
-			}
-		}
-		if len(evs) == batch {
-			continue
-		}
-		if err := s.waitForChange(ctx, wake); err != nil {
-			return err
-		}
+		last = ev.Sequence
+		return nil
+	})
+	if errors.Is(err, errStalled) {
+		s.cfg.Logger.WarnContext(stream.Context(), "event stream client too slow; disconnected", "stream", "run",
+			"run_id", req.GetRunId(), "after_sequence", last, "stall", SendStall)
+		return status.Errorf(codes.ResourceExhausted, "the client took no event for %s; resume with after_sequence=%d", SendStall, last)
 	}
+	return err
 }
 
 func (s *RunService) waitForChange(ctx context.Context, wake <-chan struct{}) error {

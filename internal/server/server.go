@@ -48,6 +48,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/secrets"
 	"github.com/wayfinder/wayfinder/internal/store"
 	"github.com/wayfinder/wayfinder/internal/store/localpg"
+	"github.com/wayfinder/wayfinder/internal/webhook"
 	"github.com/wayfinder/wayfinder/internal/worker"
 )
 
@@ -187,6 +188,8 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 			CallbackHost: cfg.CallbackHost,
 			Governance:   governance.New(governance.Config{Profiles: siteProfiles, DefaultRate: cfg.DomainRateLimit}),
 		}))
+		river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Store: st, Keyring: keyring,
+			Client: worker.Egress(cfg.AllowPrivateNetworks), Logger: logger}))
 		qcfg.Workers, qcfg.Concurrency = workers, browsers.Capacity()
 	}
 	q, err := queue.New(dbpool, qcfg)
@@ -202,6 +205,11 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if works {
 		goBackground(&wg, func() { _ = browsers.Run(bgCtx) })
 		goBackground(&wg, func() { reapLoop(bgCtx, st, opts.ReapInterval, logger) })
+		if err := q.ServeWebhooks(4); err != nil {
+			return err
+		}
+		dispatcher := webhook.NewDispatcher(webhook.DispatcherConfig{Store: st, Queue: q, Hub: hub, Logger: logger})
+		goBackground(&wg, func() { dispatcher.Run(bgCtx) })
 		if err := q.Start(ctx); err != nil {
 			return fmt.Errorf("start queue: %w", err)
 		}

@@ -154,6 +154,7 @@ func (s *sink) StepFinished(ctx context.Context, st runner.Step) error {
 	var shot *store.Media
 	if st.Screenshot != nil {
 		shot = &store.Media{ContentType: "image/png", Data: st.Screenshot}
+		step.ThumbnailMediaId = s.saveThumbnail(ctx, st.Number, st.Screenshot)
 	}
 	if st.Criteria != nil {
 		results := criteriaProto(st.Criteria)
