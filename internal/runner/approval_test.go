@@ -327,3 +327,22 @@ func TestAskHumanFromHook(t *testing.T) {
 	require.False(t, ans.Approved, "outside a run nobody approves")
 	require.True(t, strings.Contains(ans.Message, "no human"))
 }
+
+// A checkpoint on the start page pauses the run before the model's first
+// look; once rejected, a success claim on its page is not acknowledged.
+func TestCheckpointOnStartPage(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, shopPages)
+	m := llm.NewScripted("controller", completeTurn("success", "paid"), completeTurn("failed", "not allowed"))
+	sink := &humanSink{answer: answers(ApprovalAnswer{Message: "no"})}
+	p := shopParams(s, m, Checkpoint{Name: "payment", URL: regexp.MustCompile(`/pay$`)})
+	p.StartURL = s.URL + "/pay"
+	res := runWith(t, p, sink)
+	require.Equal(t, StatusFailed, res.Status, "%+v", res.Err)
+	require.Len(t, sink.asked(), 1)
+	require.Contains(t, requestText(m.Requests()[0]), `Checkpoint "payment": human_rejected`)
+	results := toolResults(t, m.Requests()[1])
+	require.Len(t, results, 1)
+	require.Equal(t, false, results[0].body["acknowledged"])
+	require.Contains(t, results[0].body["message"], "a human rejected continuing at a checkpoint")
+}

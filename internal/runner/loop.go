@@ -615,6 +615,14 @@ func (ru *run) turn() (res Result, done bool, err error) {
 			return r, true, nil
 		}
 	}
+	if out.claim != nil && out.claim.Status == "success" && ru.cps.guard >= 0 {
+		// A success the human just refused to let happen is not one.
+		ru.answer(&t, out.claimCall, map[string]any{"acknowledged": false,
+			"message": "Not confirmed: a human rejected continuing at a checkpoint. Take another path, or call complete_task with status failed."}, true)
+		ru.conv.turns = append(ru.conv.turns, t)
+		ru.attachObservation(&ru.conv.turns[len(ru.conv.turns)-1])
+		return Result{}, false, nil
+	}
 	check := ru.checkCriteria()
 	if r, done := ru.decideByCriteria(&t, check, &out); done {
 		ru.answerUnanswered(&t, resp.ToolCalls, "not executed: the run ended")
