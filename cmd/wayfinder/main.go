@@ -1,12 +1,20 @@
-// Command wayfinder is the Wayfinder service: API, workers and browser pool
-// in one binary.
+// Command wayfinder is the Wayfinder service (API, workers and browser pool)
+// and its command-line client, in one binary.
 //
 //	wayfinder [serve] [flags]   run the service (default)
 //	wayfinder migrate [flags]   apply database migrations and exit
 //	wayfinder demo [flags]      start the service on its defaults, run a task against a bundled demo site
 //	wayfinder reseal [flags]    re-encrypt stored credentials with the primary encryption key
 //
-// Every flag has a WAYFINDER_* environment variable; see `wayfinder -h`.
+// The service's flags have WAYFINDER_* environment variables; see
+// `wayfinder -h`. The client commands talk to a running service over gRPC
+// (--addr / WAYFINDER_ADDR, API key in WAYFINDER_API_KEY; see
+// `wayfinder run -h`):
+//
+//	wayfinder run --goal … --url … [--follow]       create a run; --follow shows its progress and exits by its status
+//	wayfinder runs list|get|cancel|events|steps     list, inspect and cancel runs
+//	wayfinder approve RUN_ID [--reject]             answer a run's human checkpoint
+//	wayfinder media get MEDIA_ID -o FILE            download a screenshot
 package main
 
 import (
@@ -20,6 +28,7 @@ import (
 	"syscall"
 	_ "time/tzdata" // run time zones must validate on hosts without tzdata
 
+	"github.com/wayfinder/wayfinder/internal/cli"
 	"github.com/wayfinder/wayfinder/internal/config"
 	"github.com/wayfinder/wayfinder/internal/demo"
 	"github.com/wayfinder/wayfinder/internal/server"
@@ -27,6 +36,12 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && cli.IsCommand(os.Args[1]) {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := cli.Main(ctx, os.Args[1:], cli.OSEnv())
+		stop()
+		os.Exit(code)
+	}
 	if err := run(os.Args[1:]); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "wayfinder:", err)
