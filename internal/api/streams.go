@@ -350,6 +350,18 @@ func (s *RunService) StreamEvents(req *wfv1.StreamEventsRequest, stream grpc.Ser
 		}
 		from.Time = t.AsTime()
 	}
+	if from.Time.IsZero() {
+		// Fix "now" before telling the client the stream is open, so that
+		// what it does next is streamed.
+		now, err := s.cfg.Store.Now(ctx)
+		if err != nil {
+			return err
+		}
+		from.Time = now
+	}
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
+		return err
+	}
 	var last time.Time
 	err := s.FollowEvents(ctx, from, req.GetTypes(), func(ev *wfv1.RunEvent, c EventCursor) error {
 		if err := sendWithin(SendStall, func() error { return stream.Send(ev) }); err != nil {

@@ -45,6 +45,7 @@ const (
 
 // sseHandler serves the event streams as Server-Sent Events.
 type sseHandler struct {
+	store  *store.Store
 	runs   *api.RunService
 	authn  *api.Authenticator
 	logger *slog.Logger
@@ -52,6 +53,7 @@ type sseHandler struct {
 
 func newSSE(d apiDeps) *sseHandler {
 	return &sseHandler{
+		store:  d.store,
 		runs:   api.NewRunService(api.Config{Store: d.store, Hub: d.hub, Logger: d.logger}),
 		authn:  &api.Authenticator{Store: d.store, Local: d.local},
 		logger: d.logger,
@@ -128,6 +130,14 @@ func (h *sseHandler) tenantEvents(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.fail(w, r, err)
 		return
+	}
+	if from.Time.IsZero() {
+		// Fix "now" before the client learns the stream is open, so that
+		// what it does next is streamed.
+		if from.Time, err = h.store.Now(ctx); err != nil {
+			h.fail(w, r, err)
+			return
+		}
 	}
 	h.stream(ctx, w, r, func(ctx context.Context, s *sseWriter) error {
 		return h.runs.FollowEvents(ctx, from, types, func(ev *wfv1.RunEvent, c api.EventCursor) error {

@@ -56,8 +56,8 @@ func (s *Store) ActiveRuns(ctx context.Context, tenant string, endedSince time.T
 		return nil, time.Time{}, fmt.Errorf("list active runs: %w", err)
 	}
 	if len(out) == 0 {
-		if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
-			return nil, time.Time{}, fmt.Errorf("read database clock: %w", err)
+		if now, err = s.Now(ctx); err != nil {
+			return nil, time.Time{}, err
 		}
 	}
 	return out, now, nil
@@ -124,4 +124,13 @@ func (s *Store) ListEventsAfter(ctx context.Context, after []RunSeq, types []wfv
 		}
 		return ev, nil
 	})
+}
+
+// Now returns the database's clock, which times events.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("read database clock: %w", err)
+	}
+	return now, nil
 }

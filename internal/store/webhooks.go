@@ -35,9 +35,9 @@ type WebhookSource struct {
 // for a webhook delivery and have none yet, oldest first, and the
 // database's clock at the time of the query.
 func (s *Store) WebhookSources(ctx context.Context, since time.Time, limit int) ([]WebhookSource, time.Time, error) {
-	var now time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
-		return nil, time.Time{}, fmt.Errorf("read database clock: %w", err)
+	now, err := s.Now(ctx)
+	if err != nil {
+		return nil, time.Time{}, err
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT e.event, r.params->'webhook' FROM run_events e
