@@ -167,16 +167,15 @@ async function* lines(body, signal) {
   }
 }
 
-// The tenant's event stream is Server-Sent Events, so the browser resumes
-// it by itself (Last-Event-ID). An EventSource cannot send headers: the
-// key goes in access_token.
+// The tenant's event stream is Server-Sent Events (GET /v1/events:sse:
+// "event: <RunEventType>", "data: <RunEvent>"), so the browser resumes it
+// by itself (Last-Event-ID). An EventSource cannot send headers: the key
+// goes in access_token.
 const ALL_EVENTS = '/v1/events:sse';
 
-// Event names a server may give SSE messages besides the default
-// "message": the RunEventType names, long and short.
-const EVENT_NAMES = ['QUEUED', 'STARTED', 'STEP_STARTED', 'STEP_FINISHED', 'TOOL_CALLED', 'TOOL_RESULT',
+const EVENT_TYPES = ['QUEUED', 'STARTED', 'STEP_STARTED', 'STEP_FINISHED', 'TOOL_CALLED', 'TOOL_RESULT',
   'JUDGE_VERDICT', 'APPROVAL_REQUESTED', 'APPROVAL_ANSWERED', 'CANCEL_REQUESTED', 'REQUEUED', 'FINISHED',
-  'AUTH_APPLIED', 'POLICY', 'TAKEOVER'].flatMap((n) => [`RUN_EVENT_TYPE_${n}`, n.toLowerCase()]).concat('run_event');
+  'AUTH_APPLIED', 'POLICY', 'TAKEOVER'].map((n) => `RUN_EVENT_TYPE_${n}`);
 
 // POLL_MS is how often the runs list is reloaded when the server has no
 // event stream.
@@ -203,13 +202,12 @@ export function followAll(handlers) {
   };
 
   const onMessage = (m) => {
-    let data;
+    let ev;
     try {
-      data = JSON.parse(m.data);
+      ev = JSON.parse(m.data);
     } catch {
-      return; // a comment or heartbeat in a shape we do not know
+      return;
     }
-    const ev = data && (data.result || data.event || data);
     if (ev && ev.run_id) handlers.event(ev);
   };
 
@@ -217,12 +215,14 @@ export function followAll(handlers) {
     if (stopped) return;
     const key = apiKey();
     es = new EventSource(key ? `${ALL_EVENTS}?access_token=${encodeURIComponent(key)}` : ALL_EVENTS);
-    es.addEventListener('message', onMessage);
-    for (const name of EVENT_NAMES) es.addEventListener(name, onMessage);
+    for (const type of EVENT_TYPES) es.addEventListener(type, onMessage);
     es.addEventListener('open', () => {
       handlers.mode('live');
       handlers.resync(); // whatever happened while not connected
     });
+    // "error" is both the connection's failure and the server's "event:
+    // error" (a Status) before it ends the stream; either way the browser
+    // reconnects unless the connection is closed for good.
     es.addEventListener('error', async () => {
       if (stopped) return;
       if (es.readyState !== EventSource.CLOSED) {

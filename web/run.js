@@ -4,7 +4,7 @@
 import { call, followRun, listAll, runPath } from './api.js';
 import {
   enumLabel, externalLink, fmtCost, fmtDuration, fmtTime, fmtTokens, h, num, replace, runDuration, statusBadge,
-  LIVE_STATUSES,
+  statusLabel, LIVE_STATUSES,
 } from './dom.js';
 import { thumbnail } from './media.js';
 import { promptRunsView } from './prompts.js';
@@ -16,8 +16,27 @@ export function runView(id, tab) {
   const abort = new AbortController();
   const signal = abort.signal;
   let run = null;
+  // GetRun answers and the event stream race: a run fetched before an
+  // event arrived is older than what the event said. The newest by event
+  // sequence wins.
+  let seen = 0;
+  function setRun(r) {
+    const seq = num(r.last_event_sequence);
+    if (run && seq < seen) return false;
+    run = r;
+    seen = Math.max(seen, seq);
+    renderHeader();
+    return true;
+  }
 
-  const header = h('div', { class: 'run-header' });
+  // The title row stays (a button being clicked is never replaced); the
+  // details below it are rebuilt on each change.
+  const badge = statusBadge('');
+  const goal = h('h1', { class: 'goal' });
+  const cancelButton = h('button', { type: 'button', class: 'danger cancel', hidden: true, on: { click: cancelRun } }, 'Cancel run');
+  const cancelNote = h('span', { class: 'note', text: 'Cancel requested', hidden: true });
+  const details = h('div');
+  const header = h('div', { class: 'run-header' }, h('div', { class: 'title-row' }, badge, goal, cancelButton, cancelNote), details);
   const approval = h('div', { class: 'approval-slot' });
   const message = h('p', { class: 'message', hidden: true });
   const timeline = h('ol', { class: 'timeline', 'aria-live': 'polite' });
@@ -60,15 +79,13 @@ export function runView(id, tab) {
     ].filter(Boolean);
 
     const live = LIVE_STATUSES.has(run.status);
-    const cancel = live && !run.cancel_requested
-      ? h('button', { type: 'button', class: 'danger cancel', on: { click: cancelRun } }, 'Cancel run')
-      : live ? h('span', { class: 'note', text: 'Cancel requested' }) : null;
+    badge.dataset.status = run.status || 'RUN_STATUS_UNSPECIFIED';
+    badge.textContent = statusLabel(run.status);
+    goal.textContent = p.goal || '';
+    cancelButton.hidden = !live || Boolean(run.cancel_requested);
+    cancelNote.hidden = !live || !run.cancel_requested;
 
-    replace(header,
-      h('div', { class: 'title-row' },
-        statusBadge(run.status),
-        h('h1', { class: 'goal', text: p.goal || '' }),
-        cancel),
+    replace(details,
       h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)])),
       run.error ? h('div', { class: 'error-box' },
         h('strong', { text: enumLabel(run.error.category, 'ERROR_CATEGORY_') || 'error' }),
@@ -106,8 +123,7 @@ export function runView(id, tab) {
       try {
         const body = { approved, message: approved ? '' : text.value.trim() };
         if (pa.id) body.approval_id = pa.id;
-        run = await call('POST', `${runPath(id)}:approve`, body, signal);
-        renderHeader();
+        setRun(await call('POST', `${runPath(id)}:approve`, body, signal));
       } catch (err) {
         buttons.forEach((b) => { b.disabled = false; });
         error.hidden = false;
@@ -138,14 +154,14 @@ export function runView(id, tab) {
 
   // --- actions ------------------------------------------------------------
 
-  async function cancelRun(e) {
-    e.target.disabled = true;
+  async function cancelRun() {
+    cancelButton.disabled = true;
     try {
-      run = await call('POST', `${runPath(id)}:cancel`, { reason: 'cancelled from the dashboard' }, signal);
-      renderHeader();
+      setRun(await call('POST', `${runPath(id)}:cancel`, { reason: 'cancelled from the dashboard' }, signal));
     } catch (err) {
-      e.target.disabled = false;
       showError(`Could not cancel: ${err.message}`);
+    } finally {
+      cancelButton.disabled = false;
     }
   }
 
@@ -158,15 +174,16 @@ export function runView(id, tab) {
       return refreshing;
     }
     refreshing = (async () => {
-      do {
+      for (let tries = 0; tries < 5; tries++) {
         again = false;
         try {
-          run = await call('GET', runPath(id), undefined, signal);
-          renderHeader();
+          // A stale answer (events overtook it) is asked again.
+          if (!setRun(await call('GET', runPath(id), undefined, signal))) again = true;
         } catch (err) {
           if (!signal.aborted) showError(`Could not load the run: ${err.message}`);
         }
-      } while (again && !signal.aborted);
+        if (!again || signal.aborted) break;
+      }
     })();
     try {
       await refreshing;
@@ -207,7 +224,9 @@ export function runView(id, tab) {
 
   let current = 0; // the step in progress
   function onEvent(ev) {
-    if (ev.status && run && ev.status !== run.status) {
+    seen = Math.max(seen, num(ev.sequence));
+    run.last_event_sequence = String(seen);
+    if (ev.status && ev.status !== run.status) {
       run.status = ev.status;
       renderHeader();
     }
@@ -232,10 +251,7 @@ export function runView(id, tab) {
         refreshRun();
         break;
       case 'RUN_EVENT_TYPE_FINISHED':
-        if (ev.run) {
-          run = ev.run;
-          renderHeader();
-        }
+        if (ev.run) setRun({ ...ev.run, last_event_sequence: String(seen) });
         break;
       case 'RUN_EVENT_TYPE_APPROVAL_REQUESTED':
       case 'RUN_EVENT_TYPE_APPROVAL_ANSWERED':
@@ -271,12 +287,11 @@ export function runView(id, tab) {
 
   async function start() {
     try {
-      run = await call('GET', runPath(id), undefined, signal);
+      setRun(await call('GET', runPath(id), undefined, signal));
     } catch (err) {
       if (!signal.aborted) showError(err.status === 404 ? 'There is no such run.' : `Could not load the run: ${err.message}`);
       return;
     }
-    renderHeader();
     // Steps recorded so far, then the events after the run's newest one:
     // a step finished in between comes from both and is shown once.
     const after = Number(run.last_event_sequence || 0);

@@ -94,8 +94,11 @@ export function runsView(query, { setMode }) {
   // server has no stream and this is a poll).
   const resync = () => fetchPage(Math.min(200, Math.max(PAGE_SIZE, runs.size)), '');
 
-  // upsert shows run (null: removes id) as an event told.
+  // upsert shows run (null: removes id) as an event told. A run older
+  // than the one shown (by event sequence) is a stale answer and ignored.
   function upsert(id, run) {
+    const shown = runs.get(id) || recent.get(id)?.run;
+    if (run && shown && num(run.last_event_sequence) < num(shown.last_event_sequence)) return;
     recent.set(id, { run, n: ++updates });
     if (run && matches(run)) runs.set(id, run);
     else runs.delete(id);
@@ -125,12 +128,13 @@ export function runsView(query, { setMode }) {
   }
 
   function onEvent(ev) {
+    const seq = String(ev.sequence);
     if (ev.type === 'RUN_EVENT_TYPE_FINISHED' && ev.run) {
-      upsert(ev.run_id, ev.run);
+      upsert(ev.run_id, { ...ev.run, last_event_sequence: seq });
       return;
     }
     const known = runs.get(ev.run_id);
-    if (known && ev.status && ev.status !== known.status) upsert(known.id, { ...known, status: ev.status });
+    if (known && ev.status && ev.status !== known.status) upsert(known.id, { ...known, status: ev.status, last_event_sequence: seq });
     refresh(ev.run_id);
   }
 

@@ -97,16 +97,13 @@ export function addProgress(li, ev) {
 }
 
 // noteCard is a run event that is not a step (approval, cancel, requeue,
-// auth, policy, takeover).
+// auth, policy, takeover). An answered approval adds the approver's
+// message.
 export function noteCard(ev) {
+  const a = ev.approval;
+  const extra = a?.answer_time && a.message && !(ev.message || '').includes(a.message) ? `: "${a.message}"` : '';
   return h('li', { class: 'note-card', dataset: { event: ev.type } },
     h('span', { class: 'badge', text: enumLabel(ev.type, 'RUN_EVENT_TYPE_') }), ' ',
     h('span', { class: 'when', text: fmtTime(ev.time) }), ' ',
-    h('span', { class: 'event-message', text: ev.message || '' }),
-    ev.approval ? h('span', { class: 'event-message', text: approvalText(ev.approval) }) : null);
-}
-
-function approvalText(a) {
-  if (a.answer_time) return ` — ${a.approved ? 'approved' : 'rejected'}${a.answered_by ? ` by ${a.answered_by}` : ''}${a.message ? `: ${a.message}` : ''}`;
-  return ` — ${a.action || ''}${a.reason ? ` (${a.reason})` : ''}`;
+    h('span', { class: 'event-message', text: (ev.message || '') + extra }));
 }

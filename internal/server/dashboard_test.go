@@ -108,25 +108,19 @@ func TestDashboardLiveRun(t *testing.T) {
 		return llm.Call("complete_task", map[string]any{"status": "success", "reason": "clicked Go"})
 	})
 	page := openDashboard(t, base+"/ui/")
-	page.waitJS(`() => document.querySelector('#live').dataset.mode !== undefined && document.querySelector('.runs-table') !== null`)
+	page.el(`#live[data-mode="live"]`) // following GET /v1/events:sse
 
 	goal := `Click Go <script>window.__pwned = 1</script><img src="x" id="pwn" onerror="window.__pwned = 2">`
-	runID := createRunREST(t, base, map[string]any{
-		"goal": goal, "start_url": site.URL + "/", "allowed_domains": []string{"127.0.0.1"},
-		"labels":     map[string]string{"suite": "dashboard"},
-		"controller": map[string]any{"provider": "openai", "model": "test-model", "base_url": model.URL},
-		"judge":      map[string]any{"strategy": "JUDGE_STRATEGY_LLM", "model": map[string]any{"provider": "openai", "model": "test-model", "base_url": model.URL}},
-	})
+	runID := createRunREST(t, base, modelRunParams(goal, site.URL+"/", model))
+	logRunOnFailure(t, ts, runID)
 
 	// The list shows the new run without a reload.
 	row := page.el(`tr[data-run-id="` + runID + `"]`)
-	t.Logf("list kept live by: %s", page.text(`#live`))
 	require.Equal(t, goal, page.prop(row, `.goal`, "textContent"))
 
 	// Its detail page, while the model has not answered yet.
 	page.click(`tr[data-run-id="` + runID + `"] a.goal`)
-	page.el(`section.run[data-run-id="` + runID + `"] .run-header h1.goal`)
-	require.Equal(t, goal, page.text(`.run-header h1.goal`))
+	page.waitText(`section.run[data-run-id="`+runID+`"] .run-header h1.goal`, goal)
 	require.False(t, page.has(`li.step:not(.in-progress)`), "no step is finished before the model answers")
 
 	// Step 1 appears as it finishes: screenshot, reasoning, the click.
@@ -150,7 +144,7 @@ func TestDashboardLiveRun(t *testing.T) {
 	page.el(`li.step[data-step="2"]:not(.in-progress) .action[data-tool="complete_task"]`)
 	require.Contains(t, page.text(`.run-header .summary`), "clicked Go")
 	require.Contains(t, page.text(`.run-header .final-verdict`), "done")
-	require.False(t, page.has(`.run-header button.cancel`), "a finished run cannot be cancelled")
+	require.False(t, page.has(`.run-header button.cancel:not([hidden])`), "a finished run cannot be cancelled")
 	page.shot("run-completed")
 
 	// Its model calls.
@@ -178,6 +172,100 @@ func TestDashboardLiveRun(t *testing.T) {
 	page.noErrors()
 }
 
+// TestDashboardApproval answers human checkpoints from the page: an
+// approval lets the run go on to COMPLETED; a rejection's message reaches
+// the model; a live run is cancelled with its button.
+func TestDashboardApproval(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, storetest.NewDB(t), serverOpts{allowPrivate: true})
+	base := "http://" + ts.addrs.HTTP
+	site := newSite(t)
+	askFirst := func(status string) func(int) llm.ToolCall {
+		return func(turn int) llm.ToolCall {
+			if turn == 1 {
+				return llm.Call("request_human_approval", map[string]any{"action": "Press Go to place the order", "reason": "It spends <b>money</b>"})
+			}
+			return llm.Call("complete_task", map[string]any{"status": status, "reason": "order placed"})
+		}
+	}
+	approveModel := newGatedModel(t, askFirst("success"))
+	rejectModel := newGatedModel(t, askFirst("failed"))
+	approveModel.release(1)
+	approveModel.release(2)
+	rejectModel.release(1)
+	approveID := createRunREST(t, base, modelRunParams("Place the order", site.URL+"/", approveModel))
+	rejectID := createRunREST(t, base, modelRunParams("Place another order", site.URL+"/", rejectModel))
+	logRunOnFailure(t, ts, approveID)
+	logRunOnFailure(t, ts, rejectID)
+
+	// Approve: the request is shown with its screenshot; the run goes on.
+	page := openDashboard(t, base+"/ui/#/runs/"+approveID)
+	page.el(`.run-header .status[data-status="RUN_STATUS_AWAITING_APPROVAL"]`)
+	page.el(`.approval[data-approval-id]`)
+	require.Equal(t, "Press Go to place the order", page.text(`.approval .approval-action`))
+	require.Equal(t, "It spends <b>money</b>", page.text(`.approval .approval-reason`))
+	page.waitJS(`() => { const i = document.querySelector('.approval .thumb img'); return i && i.complete && i.naturalWidth > 0 }`)
+	page.shot("approval")
+	page.click(`.approval button.approve`)
+	page.waitJS(`() => document.querySelector('.run-header .status[data-status="RUN_STATUS_COMPLETED"]') !== null ||
+		document.querySelector('.approval .field-error:not([hidden])') !== null`)
+	if !page.has(`.run-header .status[data-status="RUN_STATUS_COMPLETED"]`) {
+		msg := page.text(`.approval .field-error`)
+		if strings.Contains(msg, "not supported yet") {
+			t.Skipf("SubmitApproval is not implemented yet: %s", msg)
+		}
+		t.Fatalf("the approval was refused: %s", msg)
+	}
+	require.False(t, page.has(`.approval`), "an answered request is no longer shown")
+	page.el(`li.note-card[data-event="RUN_EVENT_TYPE_APPROVAL_ANSWERED"]`)
+
+	// Reject: the message goes back to the model as the tool's answer.
+	page.eval(`id => { location.hash = '#/runs/' + id }`, rejectID)
+	page.el(`section.run[data-run-id="` + rejectID + `"] .approval[data-approval-id]`)
+	page.input(`.approval textarea[name="message"]`, "Not today: the order is too big")
+	page.click(`.approval button.reject`)
+	call := rejectModel.waitCall(t, 2)
+	var said strings.Builder
+	for _, m := range call.Messages {
+		for _, p := range m.Parts {
+			said.WriteString(p.Text)
+			if p.ToolResult != nil {
+				said.WriteString(p.ToolResult.Content)
+			}
+		}
+	}
+	require.Contains(t, said.String(), "Not today: the order is too big")
+	page.waitJS(`() => !document.querySelector('.approval')`)
+
+	// Cancel the run while the model thinks.
+	page.click(`.run-header button.cancel`)
+	page.el(`.run-header .status[data-status="RUN_STATUS_CANCELLED"]`)
+	page.noErrors()
+}
+
+// TestDashboardPollingFallback: against a server without the event stream
+// (GET /v1/events:sse answered 404), the list polls and still shows new
+// runs.
+func TestDashboardPollingFallback(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, storetest.NewDB(t), serverOpts{role: config.RoleAPI})
+	base := "http://" + ts.addrs.HTTP
+	page := newDashboardPage(t)
+	router := page.p.HijackRequests()
+	require.NoError(t, router.Add("*/v1/events:sse*", "", func(h *rod.Hijack) {
+		h.Response.Payload().ResponseCode = http.StatusNotFound
+		h.Response.SetHeader("Content-Type", "application/json").SetBody(`{"code": 5, "message": "Not Found"}`)
+	}))
+	go router.Run()
+	t.Cleanup(func() { _ = router.Stop() })
+	page.open(base + "/ui/")
+	page.el(`#live[data-mode="polling"]`)
+
+	runID := createRunREST(t, base, map[string]any{"goal": "Expect text Hello", "start_url": "https://example.com/"})
+	page.el(`tr[data-run-id="` + runID + `"][data-status="RUN_STATUS_QUEUED"]`)
+	page.noErrors()
+}
+
 // gatedModel is a fake OpenAI-compatible model whose controller turns are
 // held until the test releases them, so the test can look at the page
 // between steps. A turn is counted from the conversation (its assistant
@@ -185,14 +273,16 @@ func TestDashboardLiveRun(t *testing.T) {
 // the controller completed the task.
 type gatedModel struct {
 	*llmtest.Server
-	mu    sync.Mutex
-	gates map[int]chan struct{}
-	done  atomic.Bool
+	mu       sync.Mutex
+	gates    map[int]chan struct{}
+	arrivals map[int]chan struct{}
+	calls    map[int]llmtest.Call
+	done     atomic.Bool
 }
 
 func newGatedModel(t *testing.T, call func(turn int) llm.ToolCall) *gatedModel {
 	t.Helper()
-	m := &gatedModel{gates: map[int]chan struct{}{}}
+	m := &gatedModel{gates: map[int]chan struct{}{}, arrivals: map[int]chan struct{}{}, calls: map[int]llmtest.Call{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.Server = llmtest.NewOpenAI(t, func(c llmtest.Call) llmtest.Reply {
 		usage := llm.Usage{InputTokens: 1500, OutputTokens: 60}
@@ -206,6 +296,7 @@ func newGatedModel(t *testing.T, call func(turn int) llm.ToolCall) *gatedModel {
 				turn++
 			}
 		}
+		m.arrive(turn, c)
 		select {
 		case <-m.gate(turn):
 		case <-ctx.Done():
@@ -221,15 +312,42 @@ func newGatedModel(t *testing.T, call func(turn int) llm.ToolCall) *gatedModel {
 	return m
 }
 
-func (m *gatedModel) gate(turn int) chan struct{} {
+// chanFor returns the channel of turn in chans, made on first use.
+func (m *gatedModel) chanFor(chans map[int]chan struct{}, turn int) chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	g, ok := m.gates[turn]
+	c, ok := chans[turn]
 	if !ok {
-		g = make(chan struct{})
-		m.gates[turn] = g
+		c = make(chan struct{})
+		chans[turn] = c
 	}
-	return g
+	return c
+}
+
+func (m *gatedModel) gate(turn int) chan struct{} { return m.chanFor(m.gates, turn) }
+
+// arrive records the first call of a turn.
+func (m *gatedModel) arrive(turn int, c llmtest.Call) {
+	ch := m.chanFor(m.arrivals, turn)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.calls[turn]; !ok {
+		m.calls[turn] = c
+		close(ch)
+	}
+}
+
+// waitCall waits until the model is asked for turn and returns the call.
+func (m *gatedModel) waitCall(t *testing.T, turn int) llmtest.Call {
+	t.Helper()
+	select {
+	case <-m.chanFor(m.arrivals, turn):
+	case <-time.After(uiWait):
+		t.Fatalf("the model was not asked for turn %d", turn)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls[turn]
 }
 
 // release lets the model answer its turn.
@@ -238,6 +356,34 @@ func (m *gatedModel) release(turn int) { close(m.gate(turn)) }
 // reasoning is the model's text in a turn: markup that must show as text.
 func (m *gatedModel) reasoning(turn int) string {
 	return "Turn " + string(rune('0'+turn)) + ": the page has a <b>Go</b> button & I act on it"
+}
+
+// logRunOnFailure logs the run and its steps when the test fails, to tell
+// a dashboard defect from a run that went elsewhere.
+func logRunOnFailure(t *testing.T, ts *testServer, runID string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		run, err := ts.client.GetRun(context.Background(), &wfv1.GetRunRequest{RunId: runID})
+		if err != nil {
+			t.Logf("run %s: %v", runID, err)
+			return
+		}
+		t.Logf("run %s: %s %v %q\n%s", runID, run.Status, run.Error, run.Summary, describeSteps(t, ts.client, runID))
+	})
+}
+
+// modelRunParams are REST run params for a run on the test site driven and
+// judged by model.
+func modelRunParams(goal, url string, model *gatedModel) map[string]any {
+	settings := map[string]any{"provider": "openai", "model": "test-model", "base_url": model.URL}
+	return map[string]any{
+		"goal": goal, "start_url": url, "allowed_domains": []string{"127.0.0.1"},
+		"labels":     map[string]string{"suite": "dashboard"},
+		"controller": settings,
+		"judge":      map[string]any{"strategy": "JUDGE_STRATEGY_LLM", "model": settings},
+	}
 }
 
 // createRunREST creates a run over REST and returns its ID.
@@ -262,10 +408,19 @@ type uiPage struct {
 	errors []string
 }
 
-// openDashboard starts a Chromium of the test's own (the system binary, no
-// sandbox, no background networking; never a download) and opens url. JS
-// exceptions and CSP violations of the page are collected for noErrors.
+// openDashboard opens url in a Chromium of the test's own.
 func openDashboard(t *testing.T, url string) *uiPage {
+	t.Helper()
+	u := newDashboardPage(t)
+	u.open(url)
+	return u
+}
+
+// newDashboardPage starts a Chromium of the test's own (the system binary,
+// no sandbox, no background networking; never a download) with a blank
+// page. JS exceptions and CSP violations of the page are collected for
+// noErrors.
+func newDashboardPage(t *testing.T) *uiPage {
 	t.Helper()
 	bin, err := pool.FindChromium("")
 	require.NoError(t, err)
@@ -290,9 +445,19 @@ func openDashboard(t *testing.T, url string) *uiPage {
 			u.addError("security: " + e.Entry.Text)
 		}
 	})()
-	require.NoError(t, p.Navigate(url))
-	require.NoError(t, p.WaitLoad())
+	t.Cleanup(func() {
+		if t.Failed() {
+			u.shot("failed-" + strings.ReplaceAll(t.Name(), "/", "-"))
+		}
+	})
 	return u
+}
+
+// open navigates to url.
+func (u *uiPage) open(url string) {
+	u.t.Helper()
+	require.NoError(u.t, u.p.Navigate(url))
+	require.NoError(u.t, u.p.WaitLoad())
 }
 
 func (u *uiPage) addError(s string) {
@@ -350,9 +515,28 @@ func (u *uiPage) input(selector, text string) {
 	require.NoError(u.t, el.Input(text))
 }
 
+// click clicks the element matching selector with the mouse. A live page
+// may replace the element between finding and clicking it (a list row
+// updated by an event): then it is found again.
 func (u *uiPage) click(selector string) {
 	u.t.Helper()
-	require.NoError(u.t, u.el(selector).Click(proto.InputMouseButtonLeft, 1), "click %s", selector)
+	var err error
+	for range 3 {
+		if err = u.el(selector).Click(proto.InputMouseButtonLeft, 1); err == nil || !strings.Contains(err.Error(), "detached") {
+			break
+		}
+	}
+	require.NoError(u.t, err, "click %s", selector)
+}
+
+// waitText waits until the element's text is want.
+func (u *uiPage) waitText(selector, want string) {
+	u.t.Helper()
+	err := u.p.Timeout(uiWait).Wait(rod.Eval(`(sel, want) => document.querySelector(sel)?.textContent === want`, selector, want))
+	if err != nil {
+		got, _ := u.p.Eval(`sel => document.querySelector(sel)?.textContent`, selector)
+		u.t.Fatalf("waiting for %s to say %q: %v (it says %v)", selector, want, err, got.Value)
+	}
 }
 
 // waitJS waits until the function js returns true.
@@ -414,6 +598,7 @@ func TestDashboardAPIKey(t *testing.T) {
 	page.input(`#key-input`, testAdminKey)
 	page.click(`#key-form button[type="submit"]`)
 	page.el(`tr[data-run-id="` + run.Id + `"][data-status="RUN_STATUS_COMPLETED"]`)
+	page.el(`#live[data-mode="live"]`) // the event stream took the key as access_token
 	// An <img> cannot send the key: the screenshot arrives as a data: URL.
 	page.waitJS(`() => { const i = document.querySelector('img.list-thumb'); return i && i.src.startsWith('data:image/') && i.complete && i.naturalWidth > 0 }`)
 	require.Equal(t, testAdminKey, page.eval(`() => sessionStorage.getItem('wayfinder.apiKey')`))
