@@ -207,6 +207,32 @@ func BenchmarkAppendEvent(b *testing.B) {
 	}
 }
 
+// BenchmarkEventTrigger measures the trigger alone, without round trips:
+// one statement inserts 1000 events, with the trigger on and off; the
+// difference per op divided by 1000 is its cost per event.
+func BenchmarkEventTrigger(b *testing.B) {
+	pool := storetest.NewPool(b)
+	s := store.New(pool)
+	ctx := b.Context()
+	run, _, err := s.CreateRun(ctx, store.NewRun{Params: testParams(nil)}, (&fakeQueue{jobID: 1}).enqueue)
+	require.NoError(b, err)
+	for _, trigger := range []string{"on", "off", "on", "off"} {
+		b.Run("trigger="+trigger, func(b *testing.B) {
+			_, err := pool.Exec(ctx, `ALTER TABLE run_events `+map[string]string{"on": "ENABLE", "off": "DISABLE"}[trigger]+` TRIGGER run_events_notify`)
+			require.NoError(b, err)
+			for b.Loop() {
+				_, err := pool.Exec(ctx, `
+					WITH base AS (SELECT coalesce(max(seq), 0) AS s FROM run_events WHERE run_id = $1)
+					INSERT INTO run_events (run_id, seq, type, event)
+					SELECT $1, base.s + g, 'RUN_EVENT_TYPE_TOOL_CALLED', '{}' FROM base, generate_series(1, 1000) g`, run.Id)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkTenantPoll measures one look of a tenant stream that finds one
 // new event: the active-run query and the read of the new event, with 20
 // live runs in the tenant and 1000 finished ones in it and another tenant.
