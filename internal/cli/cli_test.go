@@ -137,6 +137,8 @@ func TestCommands(t *testing.T) {
 			{"unknown subcommand", []string{"runs", "frob"}, "unknown subcommand"},
 			{"media without -o", []string{"media", "get", "abc"}, "-o FILE is required"},
 			{"unreachable server", []string{"runs", "list", "--addr", "127.0.0.1:1"}, "cannot reach the server at 127.0.0.1:1"},
+			{"TLS to a plaintext server", []string{"runs", "list", "--tls"}, "cannot reach the server"},
+			{"TLS and plaintext", []string{"runs", "list", "--tls", "--insecure"}, "exclude each other"},
 			{"approve an unknown run", []string{"approve", "00000000-0000-0000-0000-000000000000"}, "NotFound"},
 		}
 		for _, tt := range tests {
@@ -329,3 +331,4 @@ func TestAPIKeys(t *testing.T) {
 	require.Contains(t, r.stderr, "NotFound", r)
 	require.NotContains(t, r.stderr+r.stdout, adminKey, r)
 }
+

@@ -145,6 +145,9 @@ func formatCount(n int64) string {
 }
 
 func formatCost(usd float64) string {
+	if usd == 0 {
+		return "$0"
+	}
 	if usd < 0.01 {
 		return fmt.Sprintf("$%.4f", usd)
 	}
@@ -163,6 +166,14 @@ func formatDuration(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 	}
+}
+
+// plural is "1 step", "3 steps".
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return formatCount(n) + " " + word + "s"
 }
 
 // oneLine folds whitespace and cuts s to n runes with an ellipsis.

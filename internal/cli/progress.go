@@ -151,7 +151,7 @@ func (d *display) stepFinished(st *wfv1.Step) []string {
 		line += ": " + strings.Join(acts, ", ")
 	}
 	if st.GetUrl() != "" {
-		line += "  @ " + st.GetUrl()
+		line += " @ " + st.GetUrl()
 	}
 	lines := []string{oneLine(line, 400)}
 	if e := st.GetError(); e != nil {
@@ -215,12 +215,13 @@ func (d *display) draw() {
 		}
 		parts = append(parts, step)
 	}
-	if d.action != "" {
-		parts = append(parts, d.action)
-	}
-	parts = append(parts, formatCount(d.tokens)+" tok", formatCost(d.cost))
 	if !d.base.IsZero() {
 		parts = append(parts, formatDuration(max(d.now().Sub(d.base), 0).Truncate(100*time.Millisecond)))
+	}
+	parts = append(parts, formatCount(d.tokens)+" tok", formatCost(d.cost))
+	// The action last: a narrow terminal cuts it, not the numbers.
+	if d.action != "" {
+		parts = append(parts, d.action)
 	}
 	fmt.Fprint(d.w, oneLine(strings.Join(parts, " · "), d.width-1))
 	d.shown = true
@@ -232,9 +233,9 @@ func printSummary(w io.Writer, r *wfv1.Run) {
 	if d := runDuration(r); d > 0 {
 		head += " in " + formatDuration(d)
 	}
-	head += fmt.Sprintf(" · %d steps", r.GetStepCount())
+	head += " · " + plural(int64(r.GetStepCount()), "step")
 	if u := r.GetUsage(); u != nil {
-		head += " · " + formatCount(u.GetInputTokens()+u.GetOutputTokens()) + " tokens · " + formatCost(u.GetCostUsd())
+		head += " · " + plural(u.GetInputTokens()+u.GetOutputTokens(), "token") + " · " + formatCost(u.GetCostUsd())
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%s\n", head)
