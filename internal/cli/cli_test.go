@@ -331,4 +331,3 @@ func TestAPIKeys(t *testing.T) {
 	require.Contains(t, r.stderr, "NotFound", r)
 	require.NotContains(t, r.stderr+r.stdout, adminKey, r)
 }
-
