@@ -62,6 +62,7 @@ func (a *approvals) RequestApproval(ctx context.Context, req runner.ApprovalRequ
 			if open, _ := a.store.PendingApproval(context.WithoutCancel(ctx), a.runID); open != nil {
 				a.stopped(ctx, open)
 			}
+			return runner.ApprovalAnswer{}, context.Cause(ctx)
 		}
 		return runner.ApprovalAnswer{}, fmt.Errorf("request approval: %w", err)
 	}
@@ -84,6 +85,7 @@ func (a *approvals) ResumeApproval(ctx context.Context) (runner.ApprovalRequest,
 	if err != nil {
 		if ctx.Err() != nil {
 			a.stopped(ctx, pending)
+			return runner.ApprovalRequest{}, runner.ApprovalAnswer{}, false, context.Cause(ctx)
 		}
 		return runner.ApprovalRequest{}, runner.ApprovalAnswer{}, false, fmt.Errorf("resume approval: %w", err)
 	}
