@@ -42,7 +42,7 @@ func httpHandler(ctx context.Context, grpcAddr string, d apiDeps) (http.Handler,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", gw)
-	sse := newSSE(d)
+	sse := newSSE(ctx, d)
 	mux.HandleFunc("GET /v1/runs/{run_id}/events:sse", sse.runEvents)
 	mux.HandleFunc("GET /v1/events:sse", sse.tenantEvents)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

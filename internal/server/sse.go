@@ -45,18 +45,21 @@ const (
 
 // sseHandler serves the event streams as Server-Sent Events.
 type sseHandler struct {
-	store  *store.Store
-	runs   *api.RunService
-	authn  *api.Authenticator
-	logger *slog.Logger
+	// serving ends when the server shuts down; so do the streams.
+	serving context.Context
+	store   *store.Store
+	runs    *api.RunService
+	authn   *api.Authenticator
+	logger  *slog.Logger
 }
 
-func newSSE(d apiDeps) *sseHandler {
+func newSSE(serving context.Context, d apiDeps) *sseHandler {
 	return &sseHandler{
-		store:  d.store,
-		runs:   api.NewRunService(api.Config{Store: d.store, Hub: d.hub, Logger: d.logger}),
-		authn:  &api.Authenticator{Store: d.store, Local: d.local},
-		logger: d.logger,
+		serving: serving,
+		store:   d.store,
+		runs:    api.NewRunService(api.Config{Store: d.store, Hub: d.hub, Logger: d.logger}),
+		authn:   &api.Authenticator{Store: d.store, Local: d.local},
+		logger:  d.logger,
 	}
 }
 
@@ -178,6 +181,8 @@ func (h *sseHandler) stream(ctx context.Context, w http.ResponseWriter, r *http.
 	follow func(context.Context, *sseWriter) error, logArgs ...any) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// At shutdown the stream ends; the client reconnects to another replica.
+	defer context.AfterFunc(h.serving, func() { cancel(context.Cause(h.serving)) })()
 	s := &sseWriter{w: w, rc: http.NewResponseController(w), stall: api.SendStall}
 	defer func() { _ = s.rc.SetWriteDeadline(time.Time{}) }()
 	hdr := w.Header()
@@ -215,8 +220,9 @@ func (h *sseHandler) stream(ctx context.Context, w http.ResponseWriter, r *http.
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		h.logger.WarnContext(r.Context(), "event stream client too slow; disconnected", append(logArgs,
 			"transport", "sse", "stall", api.SendStall)...)
-	case r.Context().Err() != nil:
-		// The client went away.
+	case r.Context().Err() != nil, h.serving.Err() != nil:
+		// The client went away, or the server is shutting down (the
+		// client reconnects, to another replica).
 	default:
 		st := api.ErrorStatus(ctx, h.logger, err)
 		raw, _ := protojson.Marshal(st.Proto())
