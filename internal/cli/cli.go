@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 )
@@ -214,6 +215,11 @@ func (s *session) connect() error {
 		grpc.WithTransportCredentials(creds),
 		grpc.WithUserAgent("wayfinder-cli"),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256 << 20)),
+		// A watch can sit idle for hours (a run waiting for approval);
+		// pings find a connection that a proxy dropped silently, and
+		// follow resumes. gRPC servers refuse pings more often than every
+		// 5 minutes by default.
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 6 * time.Minute, Timeout: 20 * time.Second}),
 	}
 	if s.apiKey != "" {
 		if !useTLS && !isLoopback(s.addr) {

@@ -184,7 +184,11 @@ func (s *session) watch(ctx context.Context, runID string, after int64, known *w
 			d.event(ev)
 		}
 		awaiting = ev.GetStatus() == wfv1.RunStatus_RUN_STATUS_AWAITING_APPROVAL
-		return (o.exitOnApproval && awaiting) || printErr != nil
+		// A replayed pause that was answered long ago is history: stop
+		// only at one that is current (at or after the newest event the
+		// run had when the watch began).
+		current := ev.GetSequence() >= known.GetLastEventSequence()
+		return (o.exitOnApproval && awaiting && current) || printErr != nil
 	}
 	res, err := s.follow(fctx, runID, after, handle, notice)
 	d.stop()

@@ -186,7 +186,9 @@ func runsEvents(ctx context.Context, s *session, args []string) (int, error) {
 		return exitOK, nil
 	}
 	var printErr error
-	_, err = s.follow(ctx, id, after, func(ev *wfv1.RunEvent) bool {
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	_, err = s.follow(cctx, id, after, func(ev *wfv1.RunEvent) bool {
 		if s.json {
 			printErr = printJSON(s.env.Stdout, ev)
 		} else {
