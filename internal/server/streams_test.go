@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/jpeg"
 	"io"
@@ -367,6 +368,21 @@ func TestStreamsAcrossReplicas(t *testing.T) {
 		AfterTime: timestamppb.New(byRun[0].Time.AsTime().Add(-time.Second))})
 	require.NoError(t, err)
 	require.Equal(t, sequences(byRun), sequences(collectTenant(t, replay, run.Id)))
+
+	// And over REST (newline-delimited JSON), with a type filter.
+	after := byRun[0].Time.AsTime().Add(-time.Second).UTC().Format(time.RFC3339Nano)
+	rest := openSSE(t, "http://"+apiOnly.addrs.HTTP+"/v1/events?types=RUN_EVENT_TYPE_FINISHED&after_time="+after, nil)
+	require.Equal(t, http.StatusOK, rest.resp.StatusCode)
+	line, err := rest.r.ReadString('\n')
+	require.NoError(t, err)
+	var wrapped struct {
+		Result json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(line), &wrapped), line)
+	ev := &wfv1.RunEvent{}
+	require.NoError(t, protojson.Unmarshal(wrapped.Result, ev))
+	require.Equal(t, run.Id, ev.RunId)
+	require.Equal(t, wfv1.RunEventType_RUN_EVENT_TYPE_FINISHED, ev.Type)
 }
 
 // TestHeartbeat: an idle SSE stream carries a comment line within the
