@@ -160,6 +160,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	works := cfg.Role == config.RoleAll || cfg.Role == config.RoleWorker
 	serves := cfg.Role == config.RoleAll || cfg.Role == config.RoleAPI
 
+	hub := events.NewHub(dbpool, store.NotifyChannel, logger)
 	qcfg := queue.Config{MaxRunTimeout: cfg.RunTimeout, Logger: logger}
 	var browsers *pool.Pool
 	if works {
@@ -187,6 +188,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 			NetMetrics: netguard.NewMetrics(reg), Models: models, Prices: prices, Keyring: keyring,
 			CallbackHost: cfg.CallbackHost,
 			Governance:   governance.New(governance.Config{Profiles: siteProfiles, DefaultRate: cfg.DomainRateLimit}),
+			Hub:          hub,
 		}))
 		river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Store: st, Keyring: keyring,
 			Client: worker.Egress(cfg.AllowPrivateNetworks), Logger: logger}))
@@ -200,7 +202,6 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	var wg sync.WaitGroup
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopBackground(); wg.Wait() }()
-	hub := events.NewHub(dbpool, store.NotifyChannel, logger)
 	goBackground(&wg, func() { _ = hub.Run(bgCtx) })
 	if works {
 		goBackground(&wg, func() { _ = browsers.Run(bgCtx) })

@@ -602,8 +602,8 @@ var ErrTenantBusy = errors.New("the tenant's concurrent run limit is reached")
 // transaction-scoped advisory lock, so two workers cannot both take the
 // last slot. A resumed run (already running) always continues.
 func checkTenantCapacity(ctx context.Context, tx pgx.Tx, run *wfv1.Run) error {
-	if run.Status == wfv1.RunStatus_RUN_STATUS_RUNNING {
-		return nil
+	if run.Status == wfv1.RunStatus_RUN_STATUS_RUNNING || run.Status == wfv1.RunStatus_RUN_STATUS_AWAITING_APPROVAL {
+		return nil // a resumed run already holds its slot
 	}
 	var limit int32
 	if err := tx.QueryRow(ctx, `SELECT max_concurrent_runs FROM tenants WHERE id = $1`, run.TenantId).Scan(&limit); err != nil {

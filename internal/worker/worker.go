@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+	"github.com/wayfinder/wayfinder/internal/events"
 	"github.com/wayfinder/wayfinder/internal/governance"
 	"github.com/wayfinder/wayfinder/internal/guard"
 	"github.com/wayfinder/wayfinder/internal/judge"
@@ -70,6 +71,9 @@ type Config struct {
 	// profiles and default rate (governance.New). Nil: each run gets its
 	// own, without server profiles or default rate.
 	Governance *governance.Governor
+	// Hub wakes runs that wait for a human when their approval is
+	// answered (on any replica); nil: they poll the store.
+	Hub *events.Hub
 }
 
 // Worker is the River worker of queue.RunArgs jobs.
@@ -211,7 +215,7 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 	defer b.close()
 
 	sink := &sink{store: w.cfg.Store, runID: run.Id, tracer: w.cfg.Tracer, metrics: w.cfg.Metrics, blocks: blocks, log: log,
-		redact: redact}
+		redact: redact, hub: w.cfg.Hub}
 	res, err := w.cfg.Runner.Run(ctx, b, params, sink)
 	for _, f := range env.atEnd {
 		f(bg)
@@ -397,6 +401,9 @@ func (w *Worker) runnerParams(run *wfv1.Run, models *Models) (runner.Params, *gu
 		if err != nil {
 			return rp, nil, &runner.Error{Category: runner.CategoryToolExecution, Message: err.Error()}
 		}
+	}
+	if err := LiveParams(&rp, p); err != nil {
+		return rp, nil, &runner.Error{Category: runner.CategoryInternal, Message: err.Error()}
 	}
 	return rp, policy, nil
 }
