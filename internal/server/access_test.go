@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/llm/llmtest"
@@ -195,6 +196,30 @@ func TestTenantIsolation(t *testing.T) {
 		"/wayfinder.v1.RunService/SubmitApproval": func() error {
 			_, err := b.runs.SubmitApproval(ctx, &wfv1.SubmitApprovalRequest{RunId: run.Id, Approved: true})
 			return err
+		},
+		"/wayfinder.v1.RunService/ListWebhookDeliveries": func() error {
+			_, err := b.runs.ListWebhookDeliveries(ctx, &wfv1.ListWebhookDeliveriesRequest{RunId: run.Id})
+			return err
+		},
+		"/wayfinder.v1.RunService/RedeliverWebhook": func() error {
+			_, err := b.runs.RedeliverWebhook(ctx, &wfv1.RedeliverWebhookRequest{RunId: run.Id,
+				DeliveryId: "00000000-0000-0000-0000-000000000000"})
+			return err
+		},
+		"/wayfinder.v1.RunService/StreamEvents": func() error {
+			// B's tenant stream replays the last minute: none of A's events.
+			sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			st, err := b.runs.StreamEvents(sctx, &wfv1.StreamEventsRequest{AfterTime: timestamppb.New(time.Now().Add(-time.Minute))})
+			require.NoError(t, err)
+			for {
+				ev, err := st.Recv()
+				if err != nil {
+					break // the deadline ends the stream
+				}
+				require.NotEqual(t, run.Id, ev.RunId, "B's stream carries A's events")
+			}
+			return status.Error(codes.NotFound, "n/a")
 		},
 		"/wayfinder.v1.RunService/RunAndWait": func() error {
 			// RunAndWait creates the caller's own run, like CreateRun.
