@@ -111,7 +111,9 @@ func TestDashboardLiveRun(t *testing.T) {
 	page.el(`#live[data-mode="live"]`) // following GET /v1/events:sse
 
 	goal := `Click Go <script>window.__pwned = 1</script><img src="x" id="pwn" onerror="window.__pwned = 2">`
-	runID := createRunREST(t, base, modelRunParams(goal, site.URL+"/", model))
+	p := modelRunParams(goal, site.URL+"/", model)
+	p["completion"] = map[string]any{"failure": []map[string]any{{"name": "error page", "text_present": "Internal Server Error"}}}
+	runID := createRunREST(t, base, p)
 	logRunOnFailure(t, ts, runID)
 
 	// The list shows the new run without a reload.
@@ -144,6 +146,7 @@ func TestDashboardLiveRun(t *testing.T) {
 	page.el(`li.step[data-step="2"]:not(.in-progress) .action[data-tool="complete_task"]`)
 	require.Contains(t, page.text(`.run-header .summary`), "clicked Go")
 	require.Contains(t, page.text(`.run-header .final-verdict`), "done")
+	require.Equal(t, "error page", page.text(`.run-header .criteria tr[data-matched="false"] td`))
 	require.False(t, page.has(`.run-header button.cancel:not([hidden])`), "a finished run cannot be cancelled")
 	page.shot("run-completed")
 
@@ -370,7 +373,7 @@ func logRunOnFailure(t *testing.T, ts *testServer, runID string) {
 			t.Logf("run %s: %v", runID, err)
 			return
 		}
-		t.Logf("run %s: %s %v %q\n%s", runID, run.Status, run.Error, run.Summary, describeSteps(t, ts.client, runID))
+		t.Logf("run %s: %s %v %q criteria %v\n%s", runID, run.Status, run.Error, run.Summary, run.Criteria, describeSteps(t, ts.client, runID))
 	})
 }
 
@@ -522,8 +525,12 @@ func (u *uiPage) click(selector string) {
 	u.t.Helper()
 	var err error
 	for range 3 {
-		if err = u.el(selector).Click(proto.InputMouseButtonLeft, 1); err == nil || !strings.Contains(err.Error(), "detached") {
-			break
+		el := u.el(selector)
+		if err = el.Click(proto.InputMouseButtonLeft, 1); err == nil {
+			return
+		}
+		if connected, cerr := el.Eval(`() => this.isConnected`); cerr == nil && connected.Value.Bool() {
+			break // there, and still not clickable
 		}
 	}
 	require.NoError(u.t, err, "click %s", selector)
