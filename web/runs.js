@@ -14,7 +14,7 @@ const PAGE_SIZE = 50;
 export function listHash(statuses, labels) {
   const q = new URLSearchParams();
   if (statuses.size) q.set('status', [...statuses].map((s) => s.replace('RUN_STATUS_', '')).join(','));
-  if (labels.length) q.set('label', labels.join(','));
+  for (const l of labels) q.append('label', l); // a label value may hold a comma
   const qs = q.toString();
   return qs ? `#/?${qs}` : '#/';
 }
@@ -30,7 +30,7 @@ function parseLabels(text) {
 export function runsView(query, { setMode }) {
   const statuses = new Set((query.get('status') || '').split(',').filter(Boolean)
     .map((s) => `RUN_STATUS_${s.toUpperCase()}`).filter((s) => STATUSES.includes(s)));
-  const labels = parseLabels(query.get('label') || '') || [];
+  const labels = query.getAll('label').filter((l) => l.indexOf('=') > 0);
   const abort = new AbortController();
   const runs = new Map();
   const rows = new Map(); // id → {sig, tr}: rows are rebuilt only when their run changed
@@ -39,8 +39,9 @@ export function runsView(query, { setMode }) {
   const tbody = h('tbody');
   const message = h('p', { class: 'message', hidden: true });
   const more = h('button', { type: 'button', class: 'more', hidden: true, on: { click: () => load(nextToken) } }, 'Load more');
-  const empty = h('p', { class: 'empty', hidden: true },
-    'No runs yet. Create one with POST /v1/runs, or "wayfinder run --goal … --url …".');
+  const empty = h('p', { class: 'empty', hidden: true }, statuses.size || labels.length
+    ? 'No runs match these filters.'
+    : 'No runs yet. Create one with POST /v1/runs, or "wayfinder run --goal … --url …".');
 
   const matches = (run) => (statuses.size === 0 || statuses.has(run.status)) &&
     labels.every((l) => {

@@ -165,8 +165,18 @@ func TestDashboardLiveRun(t *testing.T) {
 
 	// The status filter.
 	page.click(`.chips a[data-filter="RUN_STATUS_FAILED"]`)
-	page.waitJS(`() => location.hash.includes('status=FAILED') && !document.querySelector('tr[data-run-id="` + runID + `"]')`)
+	page.waitJS(`() => location.hash.includes('status=FAILED') && document.querySelector('.runs .empty:not([hidden])') !== null`)
+	require.False(t, page.has(`tr[data-run-id="`+runID+`"]`))
 	page.click(`.chips a[data-filter="all"]`)
+	page.el(`tr[data-run-id="` + runID + `"]`)
+
+	// The label filter.
+	page.input(`.label-filter input`, "suite=other")
+	page.click(`.label-filter button`)
+	page.waitJS(`() => location.hash.includes('label=suite%3Dother') && document.querySelector('.runs .empty:not([hidden])') !== null`)
+	require.False(t, page.has(`tr[data-run-id="`+runID+`"]`))
+	page.input(`.label-filter input`, "suite=dashboard")
+	page.click(`.label-filter button`)
 	page.el(`tr[data-run-id="` + runID + `"]`)
 
 	// Untrusted text stayed text: no element came from the goal or the
