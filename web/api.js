@@ -50,6 +50,23 @@ async function failure(resp) {
   return new APIError(resp.status, message);
 }
 
+// reportBug reports an error that is neither the server's answer nor an
+// unreachable server (so a defect of the page) as uncaught: it shows in
+// the console, and fails the tests.
+export function reportBug(err) {
+  if (!(err instanceof APIError) && err?.name !== 'AbortError') reportError(err);
+}
+
+// send is fetch with an unreachable server as an APIError (status 0).
+async function send(path, init) {
+  try {
+    return await fetch(path, init);
+  } catch (err) {
+    if (err.name === 'AbortError') throw err;
+    throw new APIError(0, `cannot reach the server (${err.message})`);
+  }
+}
+
 // call sends a JSON request and returns the decoded answer.
 export async function call(method, path, body, signal) {
   const init = { method, headers: headers(), signal };
@@ -57,7 +74,7 @@ export async function call(method, path, body, signal) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
-  const resp = await fetch(path, init);
+  const resp = await send(path, init);
   if (!resp.ok) throw await failure(resp);
   return resp.json();
 }
@@ -93,7 +110,7 @@ export async function setMediaSource(img, id) {
   }
   let url = mediaCache.get(id);
   if (!url) {
-    const resp = await fetch(mediaPath(id), { headers: headers() });
+    const resp = await send(mediaPath(id), { headers: headers() });
     if (!resp.ok) throw await failure(resp);
     const blob = await resp.blob();
     url = await new Promise((resolve, reject) => {
@@ -123,7 +140,7 @@ export async function followRun(id, afterSequence, onEvent, signal) {
   let backoff = 500;
   while (!signal.aborted) {
     try {
-      const resp = await fetch(`${runPath(id)}/events?after_sequence=${seq}`, { headers: headers(), signal });
+      const resp = await send(`${runPath(id)}/events?after_sequence=${seq}`, { headers: headers(), signal });
       if (!resp.ok) throw await failure(resp);
       backoff = 500;
       for await (const line of lines(resp.body, signal)) {
@@ -132,7 +149,11 @@ export async function followRun(id, afterSequence, onEvent, signal) {
         const ev = msg.result;
         if (!ev) continue;
         seq = Math.max(seq, Number(ev.sequence));
-        onEvent(ev);
+        try {
+          onEvent(ev);
+        } catch (err) {
+          reportBug(err); // the stream goes on
+        }
         if (ev.type === 'RUN_EVENT_TYPE_FINISHED') return;
       }
     } catch (err) {

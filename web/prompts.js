@@ -2,7 +2,7 @@
 // compactly), answer, tokens, cost, latency, error and the screenshots the
 // model saw.
 
-import { listAll, runPath } from './api.js';
+import { listAll, reportBug, runPath } from './api.js';
 import { clipped, durationMs, fmtCost, fmtDuration, fmtTime, fmtTokens, h, json, num, replace } from './dom.js';
 import { thumbnail } from './media.js';
 
@@ -25,6 +25,7 @@ export function promptRunsView(runId) {
       status.textContent = 'No model calls yet.';
       replace(list, prs.map(promptRun));
     } catch (err) {
+      reportBug(err);
       if (abort.signal.aborted) return;
       status.hidden = false;
       status.textContent = `Could not load the prompt runs: ${err.message}`;

@@ -1,7 +1,7 @@
 // A run: its header (status, timings, usage, result, approval, cancel),
 // its live step timeline and its prompt runs.
 
-import { call, followRun, listAll, runPath } from './api.js';
+import { call, followRun, listAll, reportBug, runPath } from './api.js';
 import {
   enumLabel, externalLink, fmtCost, fmtDuration, fmtTime, fmtTokens, h, num, replace, runDuration, statusBadge,
   statusLabel, LIVE_STATUSES,
@@ -125,6 +125,7 @@ export function runView(id, tab) {
         if (pa.id) body.approval_id = pa.id;
         setRun(await call('POST', `${runPath(id)}:approve`, body, signal));
       } catch (err) {
+        reportBug(err);
         buttons.forEach((b) => { b.disabled = false; });
         error.hidden = false;
         error.textContent = `Could not answer: ${err.message}`;
@@ -159,6 +160,7 @@ export function runView(id, tab) {
     try {
       setRun(await call('POST', `${runPath(id)}:cancel`, { reason: 'cancelled from the dashboard' }, signal));
     } catch (err) {
+      reportBug(err);
       showError(`Could not cancel: ${err.message}`);
     } finally {
       cancelButton.disabled = false;
@@ -180,6 +182,7 @@ export function runView(id, tab) {
           // A stale answer (events overtook it) is asked again.
           if (!setRun(await call('GET', runPath(id), undefined, signal))) again = true;
         } catch (err) {
+          reportBug(err);
           if (!signal.aborted) showError(`Could not load the run: ${err.message}`);
         }
         if (!again || signal.aborted) break;
@@ -289,6 +292,7 @@ export function runView(id, tab) {
     try {
       setRun(await call('GET', runPath(id), undefined, signal));
     } catch (err) {
+      reportBug(err);
       if (!signal.aborted) showError(err.status === 404 ? 'There is no such run.' : `Could not load the run: ${err.message}`);
       return;
     }
@@ -298,6 +302,7 @@ export function runView(id, tab) {
     try {
       for (const s of await listAll(`${runPath(id)}/steps?page_size=500`, 'steps', signal)) putStep(s);
     } catch (err) {
+      reportBug(err);
       if (!signal.aborted) showError(`Could not load the steps: ${err.message}`);
     }
     current = Math.max(0, ...items.keys());
@@ -305,6 +310,7 @@ export function runView(id, tab) {
     try {
       await followRun(id, after, onEvent, signal);
     } catch (err) {
+      reportBug(err);
       if (!signal.aborted) showError(`Live updates stopped: ${err.message}`);
     }
   }

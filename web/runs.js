@@ -1,7 +1,7 @@
 // The runs list: newest first, filtered by status and labels, kept live by
 // the tenant's event stream (or by polling when the server has none).
 
-import { call, followAll, runPath } from './api.js';
+import { call, followAll, reportBug, runPath } from './api.js';
 import {
   fmtCost, fmtDuration, fmtTime, fmtTokens, h, num, replace, runDuration, safeURL, clip,
   statusBadge, statusLabel, STATUSES, timeMs,
@@ -63,9 +63,10 @@ export function runsView(query, { setMode }) {
   };
 
   // Events and list pages race: a page asked for before an event may
-  // arrive after it. Runs updated by events after a page was asked for
-  // keep their newer state when the page lands.
+  // arrive after it. While pages are being fetched, runs updated by events
+  // are remembered, and keep their newer state when the page lands.
   let updates = 0;
+  let fetching = 0;
   const recent = new Map(); // id → {run, n}
 
   function applyPage(page, since, append) {
@@ -83,10 +84,14 @@ export function runsView(query, { setMode }) {
 
   async function fetchPage(size, token) {
     const since = updates;
+    fetching++;
     try {
       applyPage(await call('GET', listURL(size, token), undefined, abort.signal), since, Boolean(token));
     } catch (err) {
+      reportBug(err);
       if (!abort.signal.aborted) showError(err);
+    } finally {
+      if (--fetching === 0) recent.clear();
     }
   }
 
@@ -100,7 +105,7 @@ export function runsView(query, { setMode }) {
   function upsert(id, run) {
     const shown = runs.get(id) || recent.get(id)?.run;
     if (run && shown && num(run.last_event_sequence) < num(shown.last_event_sequence)) return;
-    recent.set(id, { run, n: ++updates });
+    if (fetching) recent.set(id, { run, n: ++updates });
     if (run && matches(run)) runs.set(id, run);
     else runs.delete(id);
     renderAll();
@@ -122,6 +127,7 @@ export function runsView(query, { setMode }) {
         upsert(id, await call('GET', runPath(id), undefined, abort.signal));
       }
     } catch (err) {
+      reportBug(err);
       if (err.status === 404) upsert(id, null);
     } finally {
       inflight.delete(id);
@@ -136,6 +142,8 @@ export function runsView(query, { setMode }) {
     }
     const known = runs.get(ev.run_id);
     if (known && ev.status && ev.status !== known.status) upsert(known.id, { ...known, status: ev.status, last_event_sequence: seq });
+    // A run whose status the filter excludes needs no fetch.
+    if (statuses.size && ev.status && !statuses.has(ev.status)) return;
     refresh(ev.run_id);
   }
 

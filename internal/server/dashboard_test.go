@@ -452,7 +452,11 @@ func newDashboardPage(t *testing.T) *uiPage {
 	u := &uiPage{t: t, p: p}
 	require.NoError(t, proto.LogEnable{}.Call(p))
 	go p.EachEvent(func(e *proto.RuntimeExceptionThrown) {
-		u.addError("exception: " + e.ExceptionDetails.Text + " " + e.ExceptionDetails.Exception.Description)
+		msg := "exception: " + e.ExceptionDetails.Text
+		if ex := e.ExceptionDetails.Exception; ex != nil {
+			msg += " " + ex.Description
+		}
+		u.addError(msg)
 	}, func(e *proto.LogEntryAdded) {
 		if e.Entry.Source == proto.LogLogEntrySourceSecurity {
 			u.addError("security: " + e.Entry.Text)
