@@ -18,8 +18,18 @@ const helloGoal = "Expect text Hello from the test site"
 
 // TestCommands runs the client commands against one server.
 func TestCommands(t *testing.T) {
-	c := newClient(startServer(t, ""))
+	addr := startServer(t, "")
+	c := newClient(addr)
 	s := newSite(t)
+
+	t.Run("Resume", func(t *testing.T) {
+		t.Parallel()
+		testResume(t, addr)
+	})
+	t.Run("Approval", func(t *testing.T) {
+		t.Parallel()
+		testApproval(t, addr)
+	})
 
 	t.Run("RunFollowExitCodes", func(t *testing.T) {
 		tests := []struct {
@@ -282,10 +292,9 @@ func TestCommands(t *testing.T) {
 	})
 }
 
-// TestResume cuts the connection under a followed run: the command
+// testResume cuts the connection under a followed run: the command
 // resumes from the last event it saw and prints every event exactly once.
-func TestResume(t *testing.T) {
-	addr := startServer(t, "")
+func testResume(t *testing.T, addr string) {
 	p := newProxy(t, addr)
 	c := newClient(p.addr())
 	s := newSite(t)
