@@ -4,7 +4,7 @@
 import { call, followRun, listAll, reportBug, runPath } from './api.js';
 import {
   enumLabel, externalLink, fmtCost, fmtDuration, fmtTime, fmtTokens, h, num, replace, runDuration, statusBadge,
-  statusLabel, LIVE_STATUSES,
+  statusLabel, timeMs, LIVE_STATUSES,
 } from './dom.js';
 import { thumbnail } from './media.js';
 import { promptRunsView } from './prompts.js';
@@ -59,6 +59,17 @@ export function runView(id, tab) {
 
   // --- header -------------------------------------------------------------
 
+  // The duration of a live run ticks.
+  function durationCell() {
+    const el = h('span', { class: 'duration', text: fmtDuration(runDuration(run)) });
+    if (!run.end_time && LIVE_STATUSES.has(run.status)) el.dataset.start = String(timeMs(run.start_time));
+    return el;
+  }
+  const ticker = setInterval(() => {
+    const el = details.querySelector('.duration[data-start]');
+    if (el) el.textContent = fmtDuration(Date.now() - Number(el.dataset.start));
+  }, 1000);
+
   function renderHeader() {
     const p = run.params || {};
     const u = run.usage || {};
@@ -68,7 +79,7 @@ export function runView(id, tab) {
       ['Created', fmtTime(run.create_time)],
       run.start_time ? ['Started', fmtTime(run.start_time)] : null,
       run.end_time ? ['Ended', fmtTime(run.end_time)] : null,
-      run.start_time ? ['Duration', fmtDuration(runDuration(run))] : null,
+      run.start_time ? ['Duration', durationCell()] : null,
       ['Steps', `${run.step_count || 0} of ${p.max_steps || '?'}`],
       ['Tokens', `${fmtTokens(u.input_tokens)} in · ${fmtTokens(u.output_tokens)} out` +
         (num(u.cached_input_tokens) ? ` · ${fmtTokens(u.cached_input_tokens)} cached` : '')],
@@ -324,6 +335,7 @@ export function runView(id, tab) {
     setTab,
     dispose() {
       abort.abort();
+      clearInterval(ticker);
       prompts?.dispose();
     },
   };
