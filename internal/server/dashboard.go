@@ -2,8 +2,10 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"mime"
@@ -22,6 +24,22 @@ import (
 // the first.
 const dashboardCSP = "default-src 'self'; img-src 'self' data:; script-src 'self'; style-src 'self'; " +
 	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// dashboardType is the content type of a dashboard file: fixed for its
+// own kinds of file, whatever the system's MIME table says (module scripts
+// need a JavaScript type).
+func dashboardType(name string) string {
+	switch ext := path.Ext(name); ext {
+	case ".html":
+		return "text/html; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	case ".js":
+		return "text/javascript; charset=utf-8"
+	default:
+		return cmp.Or(mime.TypeByExtension(ext), "application/octet-stream")
+	}
+}
 
 // dashboardFile is one embedded file, read once at start.
 type dashboardFile struct {
@@ -56,18 +74,14 @@ func newDashboardHandler(files fs.FS) (http.Handler, error) {
 			return err
 		}
 		sum := sha256.Sum256(data)
-		ct := mime.TypeByExtension(path.Ext(name))
-		if ct == "" {
-			ct = "application/octet-stream"
-		}
-		byName[name] = dashboardFile{data: data, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, contentType: ct}
+		byName[name] = dashboardFile{data: data, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, contentType: dashboardType(name)}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard files: %w", err)
 	}
 	if _, ok := byName["index.html"]; !ok {
-		return nil, fmt.Errorf("dashboard files: no index.html")
+		return nil, errors.New("dashboard files: no index.html")
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
