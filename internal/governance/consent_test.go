@@ -33,12 +33,13 @@ const (
   <p>This site uses cookies.</p>
   <button id="CybotCookiebotDialogBodyButtonAccept" onclick="decide('accepted','CybotCookiebotDialog')">OK</button>
 </div>`
-	// lateBannerPage shows its banner a moment after it loaded.
+	// lateBannerPage shows its banner a moment after it loaded (10 ms: well
+	// inside the probe window even on a loaded machine, but not at load).
 	lateBannerPage = `<!doctype html><title>late</title>` + decideJS + `
 <div id="onetrust-banner-sdk" style="display:none">
   <button id="onetrust-accept-btn-handler" onclick="decide('accepted','onetrust-banner-sdk')">Accept</button>
 </div>
-<script>setTimeout(() => { document.getElementById('onetrust-banner-sdk').style.display = 'block'; }, 60);</script>`
+<script>setTimeout(() => { document.getElementById('onetrust-banner-sdk').style.display = 'block'; }, 10);</script>`
 	// hiddenBannerPage keeps a dismissed banner in the DOM, hidden.
 	hiddenBannerPage = `<!doctype html><title>hidden</title>` + decideJS + `
 <div id="onetrust-banner-sdk" style="display:none">
