@@ -2,80 +2,35 @@ package auth
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/wayfinder/wayfinder/internal/browser"
 	"github.com/wayfinder/wayfinder/internal/guard"
 	"github.com/wayfinder/wayfinder/internal/netguard"
 	"github.com/wayfinder/wayfinder/internal/pool"
+	"github.com/wayfinder/wayfinder/internal/pool/pooltest"
 	"github.com/wayfinder/wayfinder/internal/runner"
 )
 
-// shared is the Chromium pool the tests share (several contexts in one
-// process, as in production), started by the first test that needs it and
-// closed by TestMain.
-var shared struct {
-	once sync.Once
-	pool *pool.Pool
-	dir  string
-	err  error
-}
+// shared is the Chromium pool the tests share, started by the first test
+// that needs it and closed by TestMain.
+var shared = pooltest.New("auth", 8)
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(max(4, runtime.GOMAXPROCS(0))))
-	}
-	code := m.Run()
-	if shared.pool != nil {
-		shared.pool.Close()
-	}
-	if shared.dir != "" {
-		_ = os.RemoveAll(shared.dir)
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// TestMain closes the shared pool and fails the package when a test leaves
+// a goroutine behind.
+func TestMain(m *testing.M) { pooltest.Main(m, shared, true) }
 
-func sharedPool(t *testing.T) *pool.Pool {
-	t.Helper()
-	shared.once.Do(func() {
-		shared.dir, shared.err = os.MkdirTemp("", "auth-test-")
-		if shared.err != nil {
-			return
-		}
-		shared.pool, shared.err = pool.New(pool.Config{Capacity: 8, ContextsPerProcess: 8,
-			WorkDir: shared.dir, HealthInterval: time.Hour, MemoryLimit: -1})
-		if shared.err != nil {
-			return
-		}
-		shared.err = shared.pool.Start(context.Background())
-	})
-	require.NoError(t, shared.err)
-	return shared.pool
-}
+// sharedPool returns the shared pool.
+func sharedPool(t *testing.T) *pool.Pool { return shared.Pool(t) }
 
 // loopbackResolver resolves every name to 127.0.0.1: the test origins
 // (app.test, api.test, other.test, sso.test) are one loopback server

@@ -2,64 +2,29 @@ package governance
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/wayfinder/wayfinder/internal/browser"
 	"github.com/wayfinder/wayfinder/internal/pool"
+	"github.com/wayfinder/wayfinder/internal/pool/pooltest"
 )
 
-// shared is the Chromium pool the browser tests share, started by the first
-// test that needs it and closed by TestMain.
-var shared struct {
-	once sync.Once
-	pool *pool.Pool
-	dir  string
-	err  error
-}
+// shared is the Chromium pool the tests share, started by the first test
+// that needs it and closed by TestMain.
+var shared = pooltest.New("governance", 6)
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if shared.pool != nil {
-		shared.pool.Close()
-	}
-	if shared.dir != "" {
-		_ = os.RemoveAll(shared.dir)
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// TestMain closes the shared pool and fails the package when a test leaves
+// a goroutine behind.
+func TestMain(m *testing.M) { pooltest.Main(m, shared, false) }
 
-func sharedPool(t *testing.T) *pool.Pool {
-	t.Helper()
-	shared.once.Do(func() {
-		shared.dir, shared.err = os.MkdirTemp("", "governance-test-")
-		if shared.err != nil {
-			return
-		}
-		shared.pool, shared.err = pool.New(pool.Config{Capacity: 6, ContextsPerProcess: 6,
-			WorkDir: shared.dir, HealthInterval: time.Hour, MemoryLimit: -1})
-		if shared.err != nil {
-			return
-		}
-		shared.err = shared.pool.Start(context.Background())
-	})
-	require.NoError(t, shared.err)
-	return shared.pool
-}
+// sharedPool returns the shared pool.
+func sharedPool(t *testing.T) *pool.Pool { return shared.Pool(t) }
 
 // newPage leases a context for t and opens a blank page in it.
 func newPage(t *testing.T) *browser.Page {

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,69 +18,23 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/wayfinder/wayfinder/internal/browser"
 	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/pool"
+	"github.com/wayfinder/wayfinder/internal/pool/pooltest"
 )
 
-// shared is the Chromium pool the browser tests share, started by the first
-// test that needs it and closed by TestMain.
-var shared struct {
-	once sync.Once
-	pool *pool.Pool
-	dir  string
-	err  error
-}
+// shared is the Chromium pool the tests share, started by the first test
+// that needs it and closed by TestMain.
+var shared = pooltest.New("runner", 8)
 
-// TestMain closes the shared pool and fails the package when a run leaves
-// a goroutine behind (browser watchers, model calls, webhook calls).
-func TestMain(m *testing.M) {
-	// The tests mostly wait on Chromium (settling pages, screenshots), so
-	// more of them run at once than there are cores, unless -parallel says
-	// otherwise.
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(max(4, runtime.GOMAXPROCS(0))))
-	}
-	code := m.Run()
-	if shared.pool != nil {
-		shared.pool.Close()
-	}
-	if shared.dir != "" {
-		_ = os.RemoveAll(shared.dir)
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// TestMain closes the shared pool and fails the package when a test leaves
+// a goroutine behind.
+func TestMain(m *testing.M) { pooltest.Main(m, shared, true) }
 
-// sharedPool returns the shared pool: one Chromium process hosting the
-// contexts of every test but the crash tests.
-func sharedPool(t *testing.T) *pool.Pool {
-	t.Helper()
-	shared.once.Do(func() {
-		shared.dir, shared.err = os.MkdirTemp("", "runner-test-")
-		if shared.err != nil {
-			return
-		}
-		shared.pool, shared.err = pool.New(pool.Config{Capacity: 8, ContextsPerProcess: 8,
-			WorkDir: shared.dir, HealthInterval: time.Hour, MemoryLimit: -1})
-		if shared.err != nil {
-			return
-		}
-		shared.err = shared.pool.Start(context.Background())
-	})
-	require.NoError(t, shared.err)
-	return shared.pool
-}
+// sharedPool returns the shared pool.
+func sharedPool(t *testing.T) *pool.Pool { return shared.Pool(t) }
 
 // ownPool is a pool of one Chromium process for t alone, for tests that
 // kill it.

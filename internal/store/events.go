@@ -65,15 +65,18 @@ func (s *Store) ListEvents(ctx context.Context, runID string, afterSeq int64, li
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*wfv1.RunEvent, error) {
-		var raw []byte
-		if err := r.Scan(&raw); err != nil {
-			return nil, err
-		}
-		ev := &wfv1.RunEvent{}
-		if err := protojson.Unmarshal(raw, ev); err != nil {
-			return nil, fmt.Errorf("decode event: %w", err)
-		}
-		return ev, nil
-	})
+	return pgx.CollectRows(rows, scanEvent)
+}
+
+// scanEvent decodes a row whose one column is a stored RunEvent.
+func scanEvent(r pgx.CollectableRow) (*wfv1.RunEvent, error) {
+	var raw []byte
+	if err := r.Scan(&raw); err != nil {
+		return nil, err
+	}
+	ev := &wfv1.RunEvent{}
+	if err := protojson.Unmarshal(raw, ev); err != nil {
+		return nil, fmt.Errorf("decode event: %w", err)
+	}
+	return ev, nil
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 )
@@ -113,17 +112,7 @@ func (s *Store) ListEventsAfter(ctx context.Context, after []RunSeq, types []wfv
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*wfv1.RunEvent, error) {
-		var raw []byte
-		if err := r.Scan(&raw); err != nil {
-			return nil, err
-		}
-		ev := &wfv1.RunEvent{}
-		if err := protojson.Unmarshal(raw, ev); err != nil {
-			return nil, fmt.Errorf("decode event: %w", err)
-		}
-		return ev, nil
-	})
+	return pgx.CollectRows(rows, scanEvent)
 }
 
 // Now returns the database's clock, which times events.
