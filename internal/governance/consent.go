@@ -59,8 +59,10 @@ type pageDoer interface {
 // Timeouts of the consent rules' browser actions.
 const (
 	// consentProbeTimeout is how long a page is watched for a known banner
-	// to become visible after it loaded.
-	consentProbeTimeout = 250 * time.Millisecond
+	// to become visible after it loaded. It also bounds the first look, so
+	// it leaves room for a slow evaluation on a loaded machine (250 ms
+	// missed banners that were already showing under load).
+	consentProbeTimeout = 500 * time.Millisecond
 	// consentClickTimeout bounds the click on a banner's button.
 	consentClickTimeout = 5 * time.Second
 )
