@@ -250,13 +250,7 @@ func (s *AccessService) WhoAmI(ctx context.Context, _ *wfv1.WhoAmIRequest) (*wfv
 // ListAuditEvents implements wayfinder.v1.AccessService.
 func (s *AccessService) ListAuditEvents(ctx context.Context, req *wfv1.ListAuditEventsRequest) (*wfv1.ListAuditEventsResponse, error) {
 	var v fault.Violations
-	size := int(req.GetPageSize())
-	switch {
-	case size == 0:
-		size = 100
-	case size < 1 || size > 500:
-		v.Add("page_size", "must be between 1 and 500 (got %d)", size)
-	}
+	size := pageSize(&v, req.GetPageSize(), 100, 500)
 	if len(req.GetKind()) > 100 {
 		v.Add("kind", "at most 100 characters")
 	}

@@ -130,14 +130,10 @@ func (s *CredentialService) CreateCredential(ctx context.Context, req *wfv1.Crea
 
 // ListCredentials implements wayfinder.v1.CredentialService.
 func (s *CredentialService) ListCredentials(ctx context.Context, req *wfv1.ListCredentialsRequest) (*wfv1.ListCredentialsResponse, error) {
-	size := int(req.GetPageSize())
-	switch {
-	case size == 0:
-		size = 50
-	case size < 1 || size > 200:
-		var v fault.Violations
-		v.Add("page_size", "must be between 1 and 200 (got %d)", size)
-		return nil, v.Err()
+	var v fault.Violations
+	size := pageSize(&v, req.GetPageSize(), 50, 200)
+	if err := v.Err(); err != nil {
+		return nil, err
 	}
 	cs, next, err := s.store.ListCredentials(ctx, tenant.ID(ctx), req.GetPageToken(), size)
 	if err != nil {

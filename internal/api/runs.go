@@ -147,13 +147,7 @@ func (s *RunService) ownRun(ctx context.Context, id string) (*wfv1.Run, error) {
 // ListRuns implements wayfinder.v1.RunService.
 func (s *RunService) ListRuns(ctx context.Context, req *wfv1.ListRunsRequest) (*wfv1.ListRunsResponse, error) {
 	var v fault.Violations
-	size := int(req.GetPageSize())
-	switch {
-	case size == 0:
-		size = 50
-	case size < 1 || size > 200:
-		v.Add("page_size", "must be between 1 and 200 (got %d)", size)
-	}
+	size := pageSize(&v, req.GetPageSize(), 50, 200)
 	for i, st := range req.GetStatuses() {
 		if _, ok := wfv1.RunStatus_name[int32(st)]; !ok || st == wfv1.RunStatus_RUN_STATUS_UNSPECIFIED {
 			v.Add(fmt.Sprintf("statuses[%d]", i), "unknown run status %d", st)
@@ -230,13 +224,7 @@ func (s *RunService) ListSteps(ctx context.Context, req *wfv1.ListStepsRequest) 
 	if _, err := uuid.Parse(req.GetRunId()); err != nil {
 		v.Add("run_id", "must be a run ID (UUID)")
 	}
-	size := int(req.GetPageSize())
-	switch {
-	case size == 0:
-		size = 100
-	case size < 1 || size > 500:
-		v.Add("page_size", "must be between 1 and 500 (got %d)", size)
-	}
+	size := pageSize(&v, req.GetPageSize(), 100, 500)
 	after := 0
 	if tok := req.GetPageToken(); tok != "" {
 		n, err := strconv.Atoi(tok)
@@ -269,13 +257,7 @@ func (s *RunService) ListPromptRuns(ctx context.Context, req *wfv1.ListPromptRun
 	if _, err := uuid.Parse(req.GetRunId()); err != nil {
 		v.Add("run_id", "must be a run ID (UUID)")
 	}
-	size := int(req.GetPageSize())
-	switch {
-	case size == 0:
-		size = 50
-	case size < 1 || size > 200:
-		v.Add("page_size", "must be between 1 and 200 (got %d)", size)
-	}
+	size := pageSize(&v, req.GetPageSize(), 50, 200)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
@@ -349,4 +331,18 @@ func requireID(field, id string) error {
 		return fmt.Errorf("%s %q: %w", field, id, fault.ErrNotFound)
 	}
 	return nil
+}
+
+// pageSize is a list call's page size: def when unset, else it must be
+// 1-max (a violation of page_size is recorded in v).
+func pageSize(v *fault.Violations, got int32, def, max int) int {
+	switch size := int(got); {
+	case size == 0:
+		return def
+	case size < 1 || size > max:
+		v.Add("page_size", "must be between 1 and %d (got %d)", max, size)
+		return def
+	default:
+		return size
+	}
 }
