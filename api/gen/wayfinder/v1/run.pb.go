@@ -3294,7 +3294,9 @@ type Run struct {
 	// The open approval request while AWAITING_APPROVAL.
 	PendingApproval *ApprovalRequest `protobuf:"bytes,20,opt,name=pending_approval,json=pendingApproval,proto3" json:"pending_approval,omitempty"`
 	// The completion indicators' last results.
-	Criteria      []*IndicatorResult `protobuf:"bytes,21,rep,name=criteria,proto3" json:"criteria,omitempty"`
+	Criteria []*IndicatorResult `protobuf:"bytes,21,rep,name=criteria,proto3" json:"criteria,omitempty"`
+	// The person's takeover while one is REQUESTED or ACTIVE (LiveService).
+	Takeover      *Takeover `protobuf:"bytes,22,opt,name=takeover,proto3" json:"takeover,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3472,6 +3474,13 @@ func (x *Run) GetPendingApproval() *ApprovalRequest {
 func (x *Run) GetCriteria() []*IndicatorResult {
 	if x != nil {
 		return x.Criteria
+	}
+	return nil
+}
+
+func (x *Run) GetTakeover() *Takeover {
+	if x != nil {
+		return x.Takeover
 	}
 	return nil
 }
@@ -4377,6 +4386,7 @@ type RunEvent struct {
 	//	*RunEvent_Tool
 	//	*RunEvent_Verdict
 	//	*RunEvent_Approval
+	//	*RunEvent_Takeover
 	Payload       isRunEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4506,6 +4516,15 @@ func (x *RunEvent) GetApproval() *ApprovalRequest {
 	return nil
 }
 
+func (x *RunEvent) GetTakeover() *Takeover {
+	if x != nil {
+		if x, ok := x.Payload.(*RunEvent_Takeover); ok {
+			return x.Takeover
+		}
+	}
+	return nil
+}
+
 type isRunEvent_Payload interface {
 	isRunEvent_Payload()
 }
@@ -4535,6 +4554,11 @@ type RunEvent_Approval struct {
 	Approval *ApprovalRequest `protobuf:"bytes,14,opt,name=approval,proto3,oneof"`
 }
 
+type RunEvent_Takeover struct {
+	// TAKEOVER.
+	Takeover *Takeover `protobuf:"bytes,15,opt,name=takeover,proto3,oneof"`
+}
+
 func (*RunEvent_Step) isRunEvent_Payload() {}
 
 func (*RunEvent_Run) isRunEvent_Payload() {}
@@ -4545,11 +4569,13 @@ func (*RunEvent_Verdict) isRunEvent_Payload() {}
 
 func (*RunEvent_Approval) isRunEvent_Payload() {}
 
+func (*RunEvent_Takeover) isRunEvent_Payload() {}
+
 var File_wayfinder_v1_run_proto protoreflect.FileDescriptor
 
 const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\n" +
-	"\x16wayfinder/v1/run.proto\x12\fwayfinder.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\t\n" +
+	"\x16wayfinder/v1/run.proto\x12\fwayfinder.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fwayfinder/v1/live_service.proto\"\xcf\t\n" +
 	"\tRunParams\x12\x12\n" +
 	"\x04goal\x18\x01 \x01(\tR\x04goal\x12\x1b\n" +
 	"\tstart_url\x18\x02 \x01(\tR\bstartUrl\x12\x1f\n" +
@@ -4790,7 +4816,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\aprofile\x18\b \x01(\tR\aprofile\"8\n" +
 	"\bViewport\x12\x14\n" +
 	"\x05width\x18\x01 \x01(\x05R\x05width\x12\x16\n" +
-	"\x06height\x18\x02 \x01(\x05R\x06height\"\xa3\a\n" +
+	"\x06height\x18\x02 \x01(\x05R\x06height\"\xd7\a\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12/\n" +
 	"\x06params\x18\x02 \x01(\v2\x17.wayfinder.v1.RunParamsR\x06params\x12/\n" +
@@ -4817,7 +4843,8 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\asummary\x18\x12 \x01(\tR\asummary\x12\x1b\n" +
 	"\ttenant_id\x18\x13 \x01(\tR\btenantId\x12H\n" +
 	"\x10pending_approval\x18\x14 \x01(\v2\x1d.wayfinder.v1.ApprovalRequestR\x0fpendingApproval\x129\n" +
-	"\bcriteria\x18\x15 \x03(\v2\x1d.wayfinder.v1.IndicatorResultR\bcriteria\"\xbb\x01\n" +
+	"\bcriteria\x18\x15 \x03(\v2\x1d.wayfinder.v1.IndicatorResultR\bcriteria\x122\n" +
+	"\btakeover\x18\x16 \x01(\v2\x16.wayfinder.v1.TakeoverR\btakeover\"\xbb\x01\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12.\n" +
@@ -4900,7 +4927,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1a\n" +
 	"\bstrategy\x18\x05 \x01(\tR\bstrategy\x125\n" +
 	"\bduration\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12/\n" +
-	"\x06result\x18\a \x01(\v2\x17.google.protobuf.StructR\x06result\"\xe8\x03\n" +
+	"\x06result\x18\a \x01(\v2\x17.google.protobuf.StructR\x06result\"\x9e\x04\n" +
 	"\bRunEvent\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x03R\bsequence\x12.\n" +
@@ -4913,7 +4940,8 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x03run\x18\v \x01(\v2\x11.wayfinder.v1.RunH\x00R\x03run\x12-\n" +
 	"\x04tool\x18\f \x01(\v2\x17.wayfinder.v1.ToolEventH\x00R\x04tool\x126\n" +
 	"\averdict\x18\r \x01(\v2\x1a.wayfinder.v1.JudgeVerdictH\x00R\averdict\x12;\n" +
-	"\bapproval\x18\x0e \x01(\v2\x1d.wayfinder.v1.ApprovalRequestH\x00R\bapprovalB\t\n" +
+	"\bapproval\x18\x0e \x01(\v2\x1d.wayfinder.v1.ApprovalRequestH\x00R\bapproval\x124\n" +
+	"\btakeover\x18\x0f \x01(\v2\x16.wayfinder.v1.TakeoverH\x00R\btakeoverB\t\n" +
 	"\apayload*\xfb\x01\n" +
 	"\tRunStatus\x12\x1a\n" +
 	"\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x15\n" +
@@ -5053,6 +5081,7 @@ var file_wayfinder_v1_run_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),    // 54: google.protobuf.Duration
 	(*timestamppb.Timestamp)(nil),  // 55: google.protobuf.Timestamp
 	(*structpb.Struct)(nil),        // 56: google.protobuf.Struct
+	(*Takeover)(nil),               // 57: wayfinder.v1.Takeover
 }
 var file_wayfinder_v1_run_proto_depIdxs = []int32{
 	16, // 0: wayfinder.v1.RunParams.controller:type_name -> wayfinder.v1.ModelSettings
@@ -5117,41 +5146,43 @@ var file_wayfinder_v1_run_proto_depIdxs = []int32{
 	39, // 59: wayfinder.v1.Run.usage:type_name -> wayfinder.v1.Usage
 	14, // 60: wayfinder.v1.Run.pending_approval:type_name -> wayfinder.v1.ApprovalRequest
 	12, // 61: wayfinder.v1.Run.criteria:type_name -> wayfinder.v1.IndicatorResult
-	54, // 62: wayfinder.v1.StepTimings.snapshot:type_name -> google.protobuf.Duration
-	54, // 63: wayfinder.v1.StepTimings.model:type_name -> google.protobuf.Duration
-	54, // 64: wayfinder.v1.StepTimings.action:type_name -> google.protobuf.Duration
-	54, // 65: wayfinder.v1.StepTimings.judge:type_name -> google.protobuf.Duration
-	1,  // 66: wayfinder.v1.RunError.category:type_name -> wayfinder.v1.ErrorCategory
-	55, // 67: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
-	55, // 68: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
-	47, // 69: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
-	42, // 70: wayfinder.v1.Step.verdict:type_name -> wayfinder.v1.JudgeVerdict
-	41, // 71: wayfinder.v1.Step.error:type_name -> wayfinder.v1.RunError
-	46, // 72: wayfinder.v1.Step.blocked_requests:type_name -> wayfinder.v1.BlockedRequest
-	40, // 73: wayfinder.v1.Step.timings:type_name -> wayfinder.v1.StepTimings
-	39, // 74: wayfinder.v1.Step.usage:type_name -> wayfinder.v1.Usage
-	56, // 75: wayfinder.v1.PromptRun.request:type_name -> google.protobuf.Struct
-	56, // 76: wayfinder.v1.PromptRun.response:type_name -> google.protobuf.Struct
-	39, // 77: wayfinder.v1.PromptRun.usage:type_name -> wayfinder.v1.Usage
-	55, // 78: wayfinder.v1.PromptRun.start_time:type_name -> google.protobuf.Timestamp
-	54, // 79: wayfinder.v1.PromptRun.latency:type_name -> google.protobuf.Duration
-	55, // 80: wayfinder.v1.BlockedRequest.time:type_name -> google.protobuf.Timestamp
-	56, // 81: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
-	54, // 82: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
-	56, // 83: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
-	55, // 84: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
-	6,  // 85: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
-	0,  // 86: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
-	43, // 87: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
-	38, // 88: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
-	45, // 89: wayfinder.v1.RunEvent.tool:type_name -> wayfinder.v1.ToolEvent
-	42, // 90: wayfinder.v1.RunEvent.verdict:type_name -> wayfinder.v1.JudgeVerdict
-	14, // 91: wayfinder.v1.RunEvent.approval:type_name -> wayfinder.v1.ApprovalRequest
-	92, // [92:92] is the sub-list for method output_type
-	92, // [92:92] is the sub-list for method input_type
-	92, // [92:92] is the sub-list for extension type_name
-	92, // [92:92] is the sub-list for extension extendee
-	0,  // [0:92] is the sub-list for field type_name
+	57, // 62: wayfinder.v1.Run.takeover:type_name -> wayfinder.v1.Takeover
+	54, // 63: wayfinder.v1.StepTimings.snapshot:type_name -> google.protobuf.Duration
+	54, // 64: wayfinder.v1.StepTimings.model:type_name -> google.protobuf.Duration
+	54, // 65: wayfinder.v1.StepTimings.action:type_name -> google.protobuf.Duration
+	54, // 66: wayfinder.v1.StepTimings.judge:type_name -> google.protobuf.Duration
+	1,  // 67: wayfinder.v1.RunError.category:type_name -> wayfinder.v1.ErrorCategory
+	55, // 68: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
+	55, // 69: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
+	47, // 70: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
+	42, // 71: wayfinder.v1.Step.verdict:type_name -> wayfinder.v1.JudgeVerdict
+	41, // 72: wayfinder.v1.Step.error:type_name -> wayfinder.v1.RunError
+	46, // 73: wayfinder.v1.Step.blocked_requests:type_name -> wayfinder.v1.BlockedRequest
+	40, // 74: wayfinder.v1.Step.timings:type_name -> wayfinder.v1.StepTimings
+	39, // 75: wayfinder.v1.Step.usage:type_name -> wayfinder.v1.Usage
+	56, // 76: wayfinder.v1.PromptRun.request:type_name -> google.protobuf.Struct
+	56, // 77: wayfinder.v1.PromptRun.response:type_name -> google.protobuf.Struct
+	39, // 78: wayfinder.v1.PromptRun.usage:type_name -> wayfinder.v1.Usage
+	55, // 79: wayfinder.v1.PromptRun.start_time:type_name -> google.protobuf.Timestamp
+	54, // 80: wayfinder.v1.PromptRun.latency:type_name -> google.protobuf.Duration
+	55, // 81: wayfinder.v1.BlockedRequest.time:type_name -> google.protobuf.Timestamp
+	56, // 82: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
+	54, // 83: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
+	56, // 84: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
+	55, // 85: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
+	6,  // 86: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
+	0,  // 87: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
+	43, // 88: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
+	38, // 89: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
+	45, // 90: wayfinder.v1.RunEvent.tool:type_name -> wayfinder.v1.ToolEvent
+	42, // 91: wayfinder.v1.RunEvent.verdict:type_name -> wayfinder.v1.JudgeVerdict
+	14, // 92: wayfinder.v1.RunEvent.approval:type_name -> wayfinder.v1.ApprovalRequest
+	57, // 93: wayfinder.v1.RunEvent.takeover:type_name -> wayfinder.v1.Takeover
+	94, // [94:94] is the sub-list for method output_type
+	94, // [94:94] is the sub-list for method input_type
+	94, // [94:94] is the sub-list for extension type_name
+	94, // [94:94] is the sub-list for extension extendee
+	0,  // [0:94] is the sub-list for field type_name
 }
 
 func init() { file_wayfinder_v1_run_proto_init() }
@@ -5159,6 +5190,7 @@ func file_wayfinder_v1_run_proto_init() {
 	if File_wayfinder_v1_run_proto != nil {
 		return
 	}
+	file_wayfinder_v1_live_service_proto_init()
 	file_wayfinder_v1_run_proto_msgTypes[0].OneofWrappers = []any{}
 	file_wayfinder_v1_run_proto_msgTypes[3].OneofWrappers = []any{
 		(*Indicator_UrlPattern)(nil),
@@ -5200,6 +5232,7 @@ func file_wayfinder_v1_run_proto_init() {
 		(*RunEvent_Tool)(nil),
 		(*RunEvent_Verdict)(nil),
 		(*RunEvent_Approval)(nil),
+		(*RunEvent_Takeover)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
