@@ -92,14 +92,17 @@ type run struct {
 	conv    conversation
 	pending []string // notes for the controller's next message
 
-	step     int // current step number
-	rec      *Step
-	summary  []judge.StepSummary
-	history  []llm.Image // screenshots for the judge, oldest first
-	usage    llm.Usage
-	cost     float64
-	warned   bool
-	renewals int
+	step int // current step number
+	// humanSteps counts the steps that recorded a person's takeover; they
+	// do not count against MaxSteps.
+	humanSteps int
+	rec        *Step
+	summary    []judge.StepSummary
+	history    []llm.Image // screenshots for the judge, oldest first
+	usage      llm.Usage
+	cost       float64
+	warned     bool
+	renewals   int
 	// recoveredAt is when the browser was last replaced; askedAt when the
 	// controller was last asked.
 	recoveredAt, askedAt time.Time
@@ -269,7 +272,7 @@ func (ru *run) run() (Result, error) {
 		if done {
 			return ru.end(res)
 		}
-		if ru.step >= ru.p.MaxSteps {
+		if ru.step-ru.humanSteps >= ru.p.MaxSteps {
 			if err := ru.finishStep(); err != nil {
 				return Result{}, err
 			}
@@ -277,6 +280,12 @@ func (ru *run) run() (Result, error) {
 		}
 		if err := ru.finishStep(); err != nil {
 			return Result{}, err
+		}
+		if res, done, err := ru.humanTurn(); err != nil || done {
+			if err != nil {
+				return Result{}, err
+			}
+			return ru.end(res)
 		}
 		ru.step++
 		ru.rec = &Step{Number: ru.step, Start: time.Now(), Actor: "model"}
@@ -402,7 +411,7 @@ func (ru *run) openPage(url string) error {
 	if err != nil {
 		return errors.Join(err, context.Cause(bctx))
 	}
-	ru.page = page
+	ru.setPage(page)
 	act := browser.Action{Kind: browser.ActionNavigate, URL: url}
 	if err := ru.beforeAction(bctx, &act); err != nil {
 		return err
@@ -919,8 +928,8 @@ func (ru *run) browserTool(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 	var hooked HookResult
 	var fatal *Error
 	if err == nil {
-		if res.Page != nil {
-			ru.page = res.Page
+		if res.Page != nil && res.Page != ru.page {
+			ru.setPage(res.Page)
 		}
 		hooked, fatal = ru.afterAction(bctx, act, res)
 	}

@@ -130,6 +130,10 @@ type Params struct {
 	// Criteria are the run's success and failure indicators, evaluated
 	// after every step. Default none.
 	Criteria Criteria
+	// Takeover lets a person take the browser between steps; what they
+	// did is recorded as a step by actor "human" and told to the model.
+	// Default none.
+	Takeover Takeover
 }
 
 // JudgeStrategy selects how completion is decided (seed 000 §3.6).
@@ -251,10 +255,13 @@ type Step struct {
 	Actions   []Action
 	Verdict   *judge.Verdict
 	Err       *Error
-	// Actor is who decided the step: "model", or "system" for a step the
-	// engine took itself (opening the start URL when it fails).
-	Actor   string
-	Timings Timings
+	// Actor is who decided the step: "model", "system" for a step the
+	// engine took itself (opening the start URL when it fails), or "human"
+	// for what a person did while they had the browser (Takeover).
+	Actor string
+	// TakeoverID is the takeover a "human" step records.
+	TakeoverID string
+	Timings    Timings
 	// Usage and CostUSD sum the step's model calls (controller and judge).
 	Usage   llm.Usage
 	CostUSD float64
