@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -13,6 +14,7 @@ import (
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/api/openapi"
+	"github.com/wayfinder/wayfinder/internal/api"
 )
 
 // httpHandler serves the REST gateway (proxying to the gRPC server at
@@ -41,7 +43,7 @@ func httpHandler(ctx context.Context, grpcAddr string, d apiDeps) (http.Handler,
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", gw)
+	mux.Handle("/v1/", stallLimited(gw, api.SendStall))
 	sse := newSSE(ctx, d)
 	mux.HandleFunc("GET /v1/runs/{run_id}/events:sse", sse.runEvents)
 	mux.HandleFunc("GET /v1/events:sse", sse.tenantEvents)
@@ -63,3 +65,34 @@ func httpHandler(ctx context.Context, grpcAddr string, d apiDeps) (http.Handler,
 	})
 	return mux, conn, nil
 }
+
+// stallLimited gives every write of h's responses stall to complete. A REST
+// stream (newline-delimited JSON) whose client stopped reading then fails
+// its next write and ends, instead of holding the gateway's handler, and
+// the gRPC stream behind it, for as long as the connection lives.
+func stallLimited(h http.Handler, stall time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall}, r)
+	})
+}
+
+// deadlineWriter sets a write deadline before each write and flush.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc    *http.ResponseController
+	stall time.Duration
+}
+
+func (w *deadlineWriter) Write(b []byte) (int, error) {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.stall))
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush implements http.Flusher, which the gateway's streams look for.
+func (w *deadlineWriter) Flush() {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.stall))
+	_ = w.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
