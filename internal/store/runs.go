@@ -174,14 +174,14 @@ const runColumns = `id, coalesce(request_id, ''), status, params, created_at, st
 	coalesce(final_screenshot_media_id::text, ''), coalesce(final_url, ''), final_verdict,
 	cancel_requested, attempts, last_event_seq,
 	input_tokens, output_tokens, cached_input_tokens, cost_usd::float8, model_calls, coalesce(summary, ''), tenant_id,
-	criteria, ` + pendingApprovalColumn
+	criteria, ` + pendingApprovalColumn + `, ` + openTakeoverColumn
 
 func scanRun(row pgx.Row) (*wfv1.Run, error) {
 	var (
 		run                          wfv1.Run
 		status, errCategory, errMsg  string
 		params, verdict              []byte
-		criteria, pending            []byte
+		criteria, pending, takeover  []byte
 		created                      time.Time
 		started, ended               *time.Time
 		stepCount, errStep, attempts int32
@@ -193,7 +193,7 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 		&run.FinalScreenshotMediaId, &run.FinalUrl, &verdict,
 		&run.CancelRequested, &attempts, &run.LastEventSequence,
 		&usage.InputTokens, &usage.OutputTokens, &usage.CachedInputTokens, &usage.CostUsd, &usage.ModelCalls, &run.Summary, &run.TenantId,
-		&criteria, &pending)
+		&criteria, &pending, &takeover)
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +237,9 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 		if run.PendingApproval, err = decodeApproval(pending); err != nil {
 			return nil, fmt.Errorf("run %s: %w", run.Id, err)
 		}
+	}
+	if run.Takeover, err = decodeOpenTakeover(run.Id, takeover); err != nil {
+		return nil, fmt.Errorf("run %s: %w", run.Id, err)
 	}
 	return &run, nil
 }
