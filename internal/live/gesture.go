@@ -185,10 +185,13 @@ func (s *Session) activeTurn(id string) (*browser.Page, *turn, error) {
 	return s.page, s.turn, nil
 }
 
-// record runs f on tn's recorder under the Session's lock.
+// record runs f on tn's recorder under the Session's lock, while tn is
+// the ACTIVE turn: once it ended, its actions belong to Pause's caller.
 func (s *Session) record(tn *turn, f func(r *recorder)) {
 	s.mu.Lock()
-	f(&tn.rec)
+	if s.turn == tn {
+		f(&tn.rec)
+	}
 	s.mu.Unlock()
 }
 

@@ -331,9 +331,17 @@ func (s *Session) Close() {
 	casting := s.casting
 	s.mu.Unlock()
 	s.flush()
+	if casting {
+		// The cast loop stops the screencast with the page's consent;
+		// cancelling s.ctx cuts a page that does not answer short.
+		s.poke()
+		select {
+		case <-s.castDone:
+		case <-time.After(2 * cdpCall):
+		}
+	}
 	s.cancel()
 	if casting {
-		s.poke()
 		<-s.castDone
 	}
 }
