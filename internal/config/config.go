@@ -45,8 +45,11 @@ type Config struct {
 	AllowPrivateNetworks      bool
 	RunTimeout                time.Duration
 	ShutdownTimeout           time.Duration
-	LogLevel                  string
-	LogFormat                 string
+	// TakeoverIdle ends a person's takeover of a run's browser after this
+	// long without input.
+	TakeoverIdle time.Duration
+	LogLevel     string
+	LogFormat    string
 	// ModelProvider is the default controller provider: "auto" picks the
 	// first vendor with an API key (Anthropic, OpenAI, Gemini), else the
 	// offline step controller.
@@ -148,6 +151,8 @@ var Settings = []Setting{
 		func(c *Config, v string) error { return parseDuration(&c.RunTimeout, v, time.Second, 24*time.Hour) }},
 	{"shutdown-timeout", "WAYFINDER_SHUTDOWN_TIMEOUT", "30s", "On SIGTERM, how long running runs may finish before they are handed back to the queue.",
 		func(c *Config, v string) error { return parseDuration(&c.ShutdownTimeout, v, 0, time.Hour) }},
+	{"takeover-idle", "WAYFINDER_TAKEOVER_IDLE", "5m", "A person's takeover of a run's browser ends (the run goes on) after this long without input.",
+		func(c *Config, v string) error { return parseDuration(&c.TakeoverIdle, v, time.Second, 24*time.Hour) }},
 	{"log-level", "WAYFINDER_LOG_LEVEL", "info", "debug, info, warn or error.",
 		func(c *Config, v string) error {
 			switch v {

@@ -44,6 +44,7 @@ func TestLoadDefaults(t *testing.T) {
 		AllowPrivateNetworks:      false,
 		RunTimeout:                10 * time.Minute,
 		ShutdownTimeout:           30 * time.Second,
+		TakeoverIdle:              5 * time.Minute,
 		LogLevel:                  "info",
 		LogFormat:                 "json",
 		ModelProvider:             "auto",

@@ -35,7 +35,7 @@ func httpHandler(ctx context.Context, grpcAddr string, d apiDeps) (http.Handler,
 	}
 	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
 		wfv1.RegisterRunServiceHandler, wfv1.RegisterAccessServiceHandler, wfv1.RegisterCredentialServiceHandler,
-		wfv1.RegisterSiteProfileServiceHandler,
+		wfv1.RegisterSiteProfileServiceHandler, wfv1.RegisterLiveServiceHandler,
 	} {
 		if err := register(ctx, gw, conn); err != nil {
 			conn.Close()
@@ -47,6 +47,7 @@ func httpHandler(ctx context.Context, grpcAddr string, d apiDeps) (http.Handler,
 	sse := newSSE(ctx, d)
 	mux.HandleFunc("GET /v1/runs/{run_id}/events:sse", sse.runEvents)
 	mux.HandleFunc("GET /v1/events:sse", sse.tenantEvents)
+	newLiveSSE(sse, d.liveService()).register(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})

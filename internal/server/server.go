@@ -40,6 +40,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/config"
 	"github.com/wayfinder/wayfinder/internal/events"
 	"github.com/wayfinder/wayfinder/internal/governance"
+	"github.com/wayfinder/wayfinder/internal/live"
 	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/netguard"
 	"github.com/wayfinder/wayfinder/internal/pool"
@@ -161,6 +162,9 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	serves := cfg.Role == config.RoleAll || cfg.Role == config.RoleAPI
 
 	hub := events.NewHub(dbpool, store.NotifyChannel, logger)
+	// The live views of the runs this process executes, for its own
+	// viewers; other replicas reach them through the database.
+	liveViews := live.NewRegistry()
 	qcfg := queue.Config{MaxRunTimeout: cfg.RunTimeout, Logger: logger}
 	var browsers *pool.Pool
 	if works {
@@ -189,6 +193,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 			CallbackHost: cfg.CallbackHost,
 			Governance:   governance.New(governance.Config{Profiles: siteProfiles, DefaultRate: cfg.DomainRateLimit}),
 			Hub:          hub,
+			Live:         liveViews, TakeoverIdle: cfg.TakeoverIdle,
 		}))
 		river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Store: st, Keyring: keyring,
 			Client: worker.Egress(cfg.AllowPrivateNetworks), Logger: logger}))
@@ -225,7 +230,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if serves {
 		grpcSrv, httpSrv, addrs, err = startAPI(ctx, cfg, apiDeps{
 			store: st, queue: q, hub: hub, logger: logger, reg: reg, tp: opts.TracerProvider, models: models,
-			keyring: keyring, local: local, siteProfiles: siteProfiles,
+			keyring: keyring, local: local, siteProfiles: siteProfiles, live: liveViews,
 			ready: func() bool { return ready.Load() && st.Ping(ctx) == nil && (browsers == nil || browsers.Ready()) },
 		}, serveErr)
 		if err != nil {
@@ -302,6 +307,8 @@ type apiDeps struct {
 	local bool
 	// siteProfiles are the server's site profiles (WAYFINDER_SITE_PROFILES_DIR).
 	siteProfiles *governance.Profiles
+	// live holds the live views of the runs this process executes.
+	live *live.Registry
 }
 
 // recovered turns a panic in a handler into an INTERNAL error (the
@@ -347,6 +354,7 @@ func startAPI(ctx context.Context, cfg config.Config, d apiDeps, errc chan<- err
 	wfv1.RegisterAccessServiceServer(grpcSrv, api.NewAccessService(d.store, d.logger))
 	wfv1.RegisterCredentialServiceServer(grpcSrv, api.NewCredentialService(d.store, d.keyring, d.logger))
 	wfv1.RegisterSiteProfileServiceServer(grpcSrv, api.NewSiteProfileService(d.store, d.siteProfiles))
+	wfv1.RegisterLiveServiceServer(grpcSrv, d.liveService())
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
 	reflection.Register(grpcSrv)
@@ -390,4 +398,10 @@ func stopAPI(grpcSrv *grpc.Server, httpSrv *http.Server) {
 		grpcSrv.Stop()
 		<-done
 	}
+}
+
+// liveService is the LiveService of d (the gRPC server's and, in process,
+// the live view's Server-Sent Events').
+func (d apiDeps) liveService() *api.LiveService {
+	return api.NewLiveService(api.LiveConfig{Store: d.store, Hub: d.hub, Registry: d.live, Logger: d.logger})
 }

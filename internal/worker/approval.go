@@ -14,6 +14,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/browser"
 	"github.com/wayfinder/wayfinder/internal/events"
 	"github.com/wayfinder/wayfinder/internal/fault"
+	"github.com/wayfinder/wayfinder/internal/live"
 	"github.com/wayfinder/wayfinder/internal/runner"
 	"github.com/wayfinder/wayfinder/internal/store"
 )
@@ -41,6 +42,10 @@ type approvals struct {
 
 	// settings are the run's approval settings, loaded once.
 	settings *wfv1.ApprovalSettings
+	// live, when set, lets a person take the browser while the run waits:
+	// the run is idle, so a takeover starts at once, and the run goes on
+	// after the answer only once the person has handed the browser back.
+	live *live.Session
 }
 
 // RequestApproval implements runner.Approvals.
@@ -98,7 +103,15 @@ func (a *approvals) ResumeApproval(ctx context.Context) (runner.ApprovalRequest,
 
 // wait waits for req's answer, its timeout (counted from its request
 // time, so a resumed wait keeps its deadline) or the end of ctx.
-func (a *approvals) wait(ctx context.Context, req *wfv1.ApprovalRequest, settings *wfv1.ApprovalSettings) (runner.ApprovalAnswer, error) {
+func (a *approvals) wait(ctx context.Context, req *wfv1.ApprovalRequest, settings *wfv1.ApprovalSettings) (ans runner.ApprovalAnswer, err error) {
+	if a.live != nil {
+		resume := a.live.Idle()
+		defer func() {
+			if rerr := resume(ctx); rerr != nil && err == nil {
+				err = context.Cause(ctx)
+			}
+		}()
+	}
 	var wake <-chan struct{}
 	if a.hub != nil {
 		ch, unsubscribe := a.hub.Subscribe(a.runID)

@@ -23,6 +23,8 @@ type Metrics struct {
 	modelCalls   *prometheus.CounterVec
 	modelLatency *prometheus.HistogramVec
 	verdicts     *prometheus.CounterVec
+	takeovers    prometheus.Counter
+	takeoverTime prometheus.Histogram
 }
 
 // NewMetrics creates the worker metrics and registers them with reg (none
@@ -67,15 +69,29 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wayfinder_judge_verdicts_total", Help: "Judge verdicts by source (heuristic, llm) and outcome (done, failed, continue).",
 		}, []string{"source", "outcome"}),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wayfinder_takeovers_total", Help: "Takeovers by a person, recorded as steps by actor human.",
+		}),
+		takeoverTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "wayfinder_takeover_duration_seconds",
+			Help:    "How long a person had the browser.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.started, m.finished, m.runDuration, m.stepDuration, m.stepPhase, m.tokens, m.cost,
-			m.modelCalls, m.modelLatency, m.verdicts)
+			m.modelCalls, m.modelLatency, m.verdicts, m.takeovers, m.takeoverTime)
 	}
 	return m
 }
 
 func (m *Metrics) observeStep(st runner.Step) {
+	if st.Actor == "human" {
+		// A person's time is not the engine's: counted apart.
+		m.takeovers.Inc()
+		m.takeoverTime.Observe(st.End.Sub(st.Start).Seconds())
+		return
+	}
 	m.stepDuration.Observe(st.End.Sub(st.Start).Seconds())
 	for phase, d := range map[string]time.Duration{"snapshot": st.Timings.Snapshot, "model": st.Timings.Model,
 		"action": st.Timings.Action, "judge": st.Timings.Judge} {

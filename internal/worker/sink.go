@@ -15,6 +15,7 @@ import (
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/events"
+	"github.com/wayfinder/wayfinder/internal/live"
 	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/netguard"
 	"github.com/wayfinder/wayfinder/internal/runner"
@@ -45,12 +46,15 @@ type sink struct {
 	hub *events.Hub
 	// human asks for approvals (approval.go); made on first use.
 	human *approvals
+	// live is the run's live view; a person may take the browser while
+	// the run waits for an approval. Nil: none.
+	live *live.Session
 }
 
 // approvals returns the run's way to a human.
 func (s *sink) approvals() *approvals {
 	if s.human == nil {
-		s.human = &approvals{store: s.store, hub: s.hub, runID: s.runID, log: s.logger()}
+		s.human = &approvals{store: s.store, hub: s.hub, runID: s.runID, log: s.logger(), live: s.live}
 	}
 	return s.human
 }
@@ -171,6 +175,12 @@ func (s *sink) StepFinished(ctx context.Context, st runner.Step) error {
 	}
 	if recorded {
 		s.metrics.observeStep(st)
+	}
+	if st.TakeoverID != "" {
+		// The takeover names the step that records it.
+		if err := s.store.SetTakeoverStep(ctx, s.runID, st.TakeoverID, int32(st.Number)); err != nil {
+			s.logger().WarnContext(ctx, "linking the takeover to its step", "takeover_id", st.TakeoverID, "error", err)
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/governance"
 	"github.com/wayfinder/wayfinder/internal/guard"
 	"github.com/wayfinder/wayfinder/internal/judge"
+	"github.com/wayfinder/wayfinder/internal/live"
 	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/netguard"
 	"github.com/wayfinder/wayfinder/internal/pool"
@@ -74,6 +76,16 @@ type Config struct {
 	// Hub wakes runs that wait for a human when their approval is
 	// answered (on any replica); nil: they poll the store.
 	Hub *events.Hub
+	// Live, when set, gives every run a live view and takeover
+	// (LiveService): its Session is registered here for viewers on this
+	// replica and in the database for the others. Nil: runs have none.
+	Live *live.Registry
+	// Instance names this process in the live sessions it registers.
+	// Default host:pid.
+	Instance string
+	// TakeoverIdle ends a person's takeover after this long without
+	// input. Default 5 minutes.
+	TakeoverIdle time.Duration
 }
 
 // Worker is the River worker of queue.RunArgs jobs.
@@ -92,6 +104,10 @@ func New(cfg Config) *Worker {
 	}
 	if cfg.Egress == nil {
 		cfg.Egress = Egress(cfg.AllowPrivateNetworks)
+	}
+	if cfg.Instance == "" {
+		host, _ := os.Hostname()
+		cfg.Instance = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
 	return &Worker{cfg: cfg}
 }
@@ -216,6 +232,20 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 
 	sink := &sink{store: w.cfg.Store, runID: run.Id, tracer: w.cfg.Tracer, metrics: w.cfg.Metrics, blocks: blocks, log: log,
 		redact: redact, hub: w.cfg.Hub}
+	if w.cfg.Live != nil {
+		relay, err := live.StartRelay(ctx, live.RelayConfig{
+			Store: w.cfg.Store, Hub: w.cfg.Hub, Registry: w.cfg.Live, RunID: run.Id, Tenant: run.GetTenantId(),
+			Worker: w.cfg.Instance, Logger: log,
+			Session: live.SessionConfig{Logger: log, Redact: redact.String, IdleTimeout: w.cfg.TakeoverIdle},
+		})
+		if err != nil {
+			// The run goes on without a live view.
+			log.WarnContext(ctx, "starting the run's live view", "error", err)
+		} else {
+			defer relay.Close(bg)
+			params.Takeover, sink.live = relay.Session(), relay.Session()
+		}
+	}
 	res, err := w.cfg.Runner.Run(ctx, b, params, sink)
 	for _, f := range env.atEnd {
 		f(bg)
