@@ -150,11 +150,13 @@ func (pg *Page) Screenshot(ctx context.Context) ([]byte, error) {
 
 // Location returns the page's current URL and title.
 func (pg *Page) Location(ctx context.Context) (url, title string, err error) {
-	info, err := pg.p.Context(ctx).Info()
+	// Asked on the page's own session: rod's Page.Info goes through the
+	// browser value the page was opened with, whose context may be over.
+	res, err := proto.TargetGetTargetInfo{TargetID: pg.p.TargetID}.Call(pg.p.Context(ctx))
 	if err != nil {
 		return "", "", classify(fmt.Errorf("page info: %w", err))
 	}
-	return info.URL, info.Title, nil
+	return res.TargetInfo.URL, res.TargetInfo.Title, nil
 }
 
 // classify marks errors that mean the browser itself is gone.

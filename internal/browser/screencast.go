@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -34,8 +35,9 @@ type ScreencastFrame struct {
 const screencastCall = 2 * time.Second
 
 // StartScreencast streams the page's viewport to fn as JPEG frames until
-// stop is called, ctx ends or the page closes. Frames come only when the
-// page paints, and only while its tab is in front. fn runs on the
+// stop is called, ctx ends or the page closes. The first frame is a
+// screenshot of the viewport as it is; the others come when the page
+// paints, and only while its tab is in front. fn runs on the
 // screencast's goroutine, one frame at a time: each frame is acknowledged
 // (and the next one let come) when fn returns, so fn must not block for
 // long; it must not call stop. stop ends the screencast and waits for fn's
@@ -65,6 +67,11 @@ func (pg *Page) StartScreencast(ctx context.Context, opts ScreencastOptions, fn 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		// A page that does not paint again sends no frame: the viewport as
+		// it is now comes first.
+		if f, err := pg.stillFrame(sctx, opts); err == nil {
+			fn(f)
+		}
 		for msg := range events {
 			if msg.Method != "Page.screencastFrame" {
 				continue
@@ -93,6 +100,30 @@ func (pg *Page) StartScreencast(ctx context.Context, opts ScreencastOptions, fn 
 			<-done
 		})
 	}, nil
+}
+
+// stillFrame is a screenshot of the viewport as a screencast frame,
+// scaled down to the screencast's maximum size.
+func (pg *Page) stillFrame(ctx context.Context, opts ScreencastOptions) (ScreencastFrame, error) {
+	ctx, cancel := context.WithTimeout(ctx, screencastCall)
+	defer cancel()
+	m, err := proto.PageGetLayoutMetrics{}.Call(pg.p.Context(ctx))
+	if err != nil {
+		return ScreencastFrame{}, fmt.Errorf("layout metrics: %w", err)
+	}
+	vp := m.CSSVisualViewport
+	if vp == nil || vp.ClientWidth <= 0 || vp.ClientHeight <= 0 {
+		return ScreencastFrame{}, errors.New("layout metrics: no viewport")
+	}
+	scale := min(1, float64(opts.MaxWidth)/vp.ClientWidth, float64(opts.MaxHeight)/vp.ClientHeight)
+	shot, err := proto.PageCaptureScreenshot{Format: proto.PageCaptureScreenshotFormatJpeg, Quality: &opts.Quality,
+		Clip: &proto.PageViewport{X: vp.PageX, Y: vp.PageY, Width: vp.ClientWidth, Height: vp.ClientHeight, Scale: scale},
+	}.Call(pg.p.Context(ctx))
+	if err != nil {
+		return ScreencastFrame{}, fmt.Errorf("capture: %w", err)
+	}
+	return ScreencastFrame{JPEG: shot.Data, Width: int(math.Round(vp.ClientWidth)),
+		Height: int(math.Round(vp.ClientHeight)), Time: time.Now()}, nil
 }
 
 // toFrame converts a CDP screencast frame.
