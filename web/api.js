@@ -188,6 +188,84 @@ async function* lines(body, signal) {
   }
 }
 
+// followLive reads a run's live view (GET /v1/runs/{id}/live:sse, one
+// "event: frame" with a LiveFrame per picture) and calls onFrame for each,
+// reconnecting while the run has no live view yet or the connection
+// drops, until the run ends (the server answers 204) or signal aborts.
+// onState is told "live", "waiting" (no live view yet, or reconnecting)
+// with the reason. Like followRun, it reads the stream with fetch, so the
+// key travels in the Authorization header, never in a URL.
+export async function followLive(id, maxFPS, onFrame, onState, signal) {
+  let backoff = 500;
+  while (!signal.aborted) {
+    let reason = '';
+    try {
+      const resp = await send(`${runPath(id)}/live:sse?max_fps=${maxFPS}`, { headers: headers(), signal });
+      if (resp.status === 204) return; // the run ended
+      if (!resp.ok) throw await failure(resp);
+      onState('live', '');
+      for await (const ev of sseEvents(resp.body, signal)) {
+        if (ev.event === 'error') {
+          let message = 'the live view stopped';
+          try {
+            message = JSON.parse(ev.data).message || message;
+          } catch {
+            // keep the generic message
+          }
+          throw new APIError(500, message);
+        }
+        if (ev.event !== 'frame') continue;
+        backoff = 500;
+        try {
+          onFrame(JSON.parse(ev.data));
+        } catch (err) {
+          reportBug(err); // the stream goes on
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      if (err instanceof APIError && (err.status === 401 || err.status === 404)) throw err;
+      reason = err.message; // a dropped connection: try again
+    }
+    onState('waiting', reason);
+    await sleep(backoff, signal);
+    backoff = Math.min(backoff * 2, 5000);
+  }
+}
+
+// sseEvents parses a Server-Sent Events byte stream into {event, data}.
+async function* sseEvents(body, signal) {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  let event = '';
+  let data = [];
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += decoder.decode(value, { stream: true });
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl).replace(/\r$/, '');
+        buf = buf.slice(nl + 1);
+        if (line === '') {
+          if (data.length) yield { event: event || 'message', data: data.join('\n') };
+          event = '';
+          data = [];
+        } else if (line.startsWith('event:')) {
+          event = line.slice(6).trim();
+        } else if (line.startsWith('data:')) {
+          data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+        }
+        // comments (heartbeats), id: and retry: are not needed here
+      }
+    }
+  } finally {
+    if (!signal.aborted) reader.cancel().catch(() => {});
+  }
+}
+
 // The tenant's event stream is Server-Sent Events (GET /v1/events:sse:
 // "event: <RunEventType>", "data: <RunEvent>"), so the browser resumes it
 // by itself (Last-Event-ID). An EventSource cannot send headers: the key

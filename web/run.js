@@ -7,6 +7,7 @@ import {
   statusLabel, timeMs, LIVE_STATUSES,
 } from './dom.js';
 import { thumbnail } from './media.js';
+import { livePanel } from './live.js';
 import { promptRunsView } from './prompts.js';
 import { addProgress, noteCard, progressCard, stepCard } from './steps.js';
 import { verdictLine } from './verdict.js';
@@ -26,6 +27,7 @@ export function runView(id, tab) {
     run = r;
     seen = Math.max(seen, seq);
     renderHeader();
+    live?.setTakeover(run.takeover || null, true); // the run says which one is open
     return true;
   }
 
@@ -38,6 +40,7 @@ export function runView(id, tab) {
   const details = h('div');
   const header = h('div', { class: 'run-header' }, h('div', { class: 'title-row' }, badge, goal, cancelButton, cancelNote), details);
   const approval = h('div', { class: 'approval-slot' });
+  const liveSlot = h('div', { class: 'live-slot' });
   const message = h('p', { class: 'message', hidden: true });
   const timeline = h('ol', { class: 'timeline', 'aria-live': 'polite' });
   const waiting = h('p', { class: 'empty', text: 'No steps yet.' });
@@ -50,7 +53,7 @@ export function runView(id, tab) {
 
   const el = h('section', { class: 'run', dataset: { runId: id } },
     h('a', { class: 'back', href: '#/', text: '← All runs' }),
-    message, header, approval, tabs, stepsTab, promptsTab);
+    message, header, approval, liveSlot, tabs, stepsTab, promptsTab);
 
   const showError = (text) => {
     message.hidden = !text;
@@ -106,6 +109,24 @@ export function runView(id, tab) {
       run.final_verdict ? h('div', { class: 'final-verdict' }, h('h2', { text: 'Final verdict' }), verdictLine(run.final_verdict)) : null,
       run.criteria?.length ? criteriaTable(run.criteria) : null);
     renderApproval();
+    renderLive();
+  }
+
+  // --- live view ----------------------------------------------------------
+
+  // The live panel shows while a worker runs the run, and closes when the
+  // run ends (or waits in the queue again).
+  let live = null;
+  function renderLive() {
+    const on = run.status === 'RUN_STATUS_RUNNING' || run.status === 'RUN_STATUS_AWAITING_APPROVAL';
+    if (on && !live && !signal.aborted) {
+      live = livePanel(id);
+      replace(liveSlot, live.el);
+    } else if (!on && live) {
+      live.dispose();
+      live = null;
+      replace(liveSlot);
+    }
   }
 
   // --- approval -----------------------------------------------------------
@@ -274,6 +295,7 @@ export function runView(id, tab) {
       case 'RUN_EVENT_TYPE_AUTH_APPLIED':
       case 'RUN_EVENT_TYPE_POLICY':
       case 'RUN_EVENT_TYPE_TAKEOVER':
+        if (ev.takeover) live?.setTakeover(ev.takeover, false);
         timeline.appendChild(noteCard(ev));
         refreshRun();
         break;
@@ -336,6 +358,7 @@ export function runView(id, tab) {
     dispose() {
       abort.abort();
       clearInterval(ticker);
+      live?.dispose();
       prompts?.dispose();
     },
   };

@@ -16,13 +16,17 @@ export function stepCard(s) {
   const tokens = num(u.input_tokens) + num(u.output_tokens);
   const head = [
     h('span', { class: 'step-number', text: `Step ${s.number}` }),
-    s.actor && s.actor !== 'model' ? h('span', { class: 'badge actor', text: s.actor }) : null,
+    s.actor && s.actor !== 'model'
+      ? h('span', { class: 'badge actor', text: s.actor === 'human' ? 'by a person' : s.actor }) : null,
     h('span', { class: 'when', text: fmtTime(s.start_time) }),
     start !== null && end !== null ? h('span', { class: 'took', text: fmtDuration(end - start) }) : null,
     tokens ? h('span', { class: 'usage', text: `${fmtTokens(tokens)} tokens · ${fmtCost(u.cost_usd)}` }) : null,
     timings(s.timings),
   ];
-  return h('li', { class: 'step', dataset: { step: String(s.number) } },
+  // A person's turn at the browser (a takeover) stands apart from the
+  // model's steps.
+  const human = s.actor === 'human';
+  return h('li', { class: human ? 'step human' : 'step', dataset: { step: String(s.number), actor: s.actor || 'model' } },
     h('div', { class: 'step-head' }, head),
     h('div', { class: 'step-body' },
       s.screenshot_media_id
