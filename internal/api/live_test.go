@@ -5,10 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -18,32 +16,14 @@ import (
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/store"
-	"github.com/wayfinder/wayfinder/internal/store/localpg"
+	"github.com/wayfinder/wayfinder/internal/store/storetest"
 	"github.com/wayfinder/wayfinder/internal/tenant"
 )
 
-// liveTestStore starts a private Postgres for t and returns a migrated
-// store. (The package's TestMain checks for leaked goroutines and does not
-// stop storetest's shared server, so this test stops its own.)
+// liveTestStore returns a store on a fresh migrated database.
 func liveTestStore(t *testing.T) *store.Store {
 	t.Helper()
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "wayfinder-api-live-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o755)) // a root test runs postgres as another user
-	srv, err := localpg.Start(ctx, localpg.Options{DataDir: dir + "/pg", Ephemeral: true, Database: "postgres"})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = srv.Stop(stopCtx)
-	})
-	pool, err := store.Connect(ctx, srv.URL())
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	require.NoError(t, store.Migrate(ctx, pool, slog.New(slog.DiscardHandler)))
-	return store.New(pool)
+	return store.New(storetest.NewPool(t))
 }
 
 // liveRun creates a started run of the default tenant; with a live

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +21,20 @@ import (
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/fault"
+	"github.com/wayfinder/wayfinder/internal/store/storetest"
 )
 
 // The Gemini SDK's dependencies start an OpenCensus worker at init.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+	// The shared test Postgres is stopped before goroutines are checked.
+	code := storetest.Run(m)
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start")); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 const testMaxRunTimeout = 10 * time.Minute

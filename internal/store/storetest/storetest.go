@@ -42,6 +42,13 @@ var shared cluster
 // Main runs the tests of a package that uses NewDB and stops the shared
 // Postgres afterwards. Call it from TestMain.
 func Main(m interface{ Run() int }) {
+	os.Exit(Run(m))
+}
+
+// Run is Main without the exit: it returns the tests' exit code once the
+// shared Postgres has stopped, for a TestMain that checks more (leaked
+// goroutines) afterwards.
+func Run(m interface{ Run() int }) int {
 	code := m.Run()
 	if shared.server != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -49,7 +56,7 @@ func Main(m interface{ Run() int }) {
 		cancel()
 		_ = os.RemoveAll(shared.dir)
 	}
-	os.Exit(code)
+	return code
 }
 
 func (c *cluster) start() error {
