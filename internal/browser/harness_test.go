@@ -2,8 +2,6 @@ package browser_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 
 	"github.com/wayfinder/wayfinder/internal/browser"
 	"github.com/wayfinder/wayfinder/internal/pool"
+	"github.com/wayfinder/wayfinder/internal/pool/pooltest"
 )
 
 // newSession leases an isolated browser context for t from a pool of its
@@ -37,20 +36,10 @@ func newPage(t *testing.T, url string) *browser.Page {
 	return page
 }
 
-// serve serves the given paths (path → HTML) on 127.0.0.1 until t ends and
-// returns the base URL.
+// serve serves pages (path → HTML) on 127.0.0.1 until t ends.
 func serve(t *testing.T, pages map[string]string) string {
 	t.Helper()
-	mux := http.NewServeMux()
-	for path, html := range pages {
-		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			_, _ = w.Write([]byte(html))
-		})
-	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return pooltest.ServeHTML(t, pages)
 }
 
 func TestNavigateAndScreenshot(t *testing.T) {

@@ -2,8 +2,6 @@ package live
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/browser"
 	"github.com/wayfinder/wayfinder/internal/pool"
+	"github.com/wayfinder/wayfinder/internal/pool/pooltest"
 )
 
 // newBrowserSession leases a browser context for t from a Chromium of its
@@ -38,20 +37,10 @@ func openPage(t *testing.T, bs *browser.Session, url string) *browser.Page {
 	return page
 }
 
-// serveHTML serves path → HTML on 127.0.0.1 until t ends and returns the
-// base URL.
+// serveHTML serves pages (path → HTML) on 127.0.0.1 until t ends.
 func serveHTML(t *testing.T, pages map[string]string) string {
 	t.Helper()
-	mux := http.NewServeMux()
-	for path, html := range pages {
-		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			_, _ = w.Write([]byte(html))
-		})
-	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return pooltest.ServeHTML(t, pages)
 }
 
 // Input events for tests.

@@ -298,9 +298,23 @@ func waitForEvent(t *testing.T, client wfv1.RunServiceClient, runID string, typ 
 // not nil). It returns the HTTP status.
 func restJSON(t *testing.T, method, url, body string, out any) int {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	return restJSONKey(t, method, url, "", body, out)
+}
+
+// restJSONKey calls the REST API with key (none when empty), decodes a JSON
+// answer into out (when not nil) and returns the HTTP status.
+func restJSONKey(t *testing.T, method, url, key, body string, out any) int {
+	t.Helper()
+	// Generous: a call that should answer and does not fails the test
+	// instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -21,7 +21,6 @@ import (
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/llm"
-	"github.com/wayfinder/wayfinder/internal/llm/llmtest"
 	"github.com/wayfinder/wayfinder/internal/store/storetest"
 )
 
@@ -117,7 +116,7 @@ func TestLiveDashboardTakeover(t *testing.T) {
 	page.el(`.live-panel[data-takeover="none"]`)
 
 	// The model is told, with the note, and sees the page as it was left.
-	text := liveCallText(model.waitCall(t, 2))
+	text := callText(model.waitCall(t, 2))
 	require.Contains(t, text, note)
 	require.Contains(t, text, `button "Press me"`)
 	require.Contains(t, text, `textbox "Nickname" = "helloabc"`, "the keys and the paste reached the run's page, in order")
@@ -173,21 +172,6 @@ func (u *uiPage) clickLive(at proto.Point) {
 	require.NoError(u.t, u.p.Mouse.Click(proto.InputMouseButtonLeft, 1))
 }
 
-// liveCallText is everything a model call carried, as text.
-func liveCallText(c llmtest.Call) string {
-	var b strings.Builder
-	for _, m := range c.Messages {
-		for _, p := range m.Parts {
-			b.WriteString(p.Text)
-			if p.ToolResult != nil {
-				b.WriteString(p.ToolResult.Content)
-			}
-			b.WriteByte('\n')
-		}
-	}
-	return b.String()
-}
-
 // TestLiveSSE: GET /v1/runs/{id}/live:sse streams the run's frames as
 // "frame" events (LiveFrame JSON, the JPEG base64) to its tenant's key,
 // given as access_token as EventSource must; another tenant's key sees no
@@ -209,7 +193,7 @@ func TestLiveSSE(t *testing.T) {
 	var run struct {
 		ID string `json:"id"`
 	}
-	require.Equal(t, http.StatusOK, liveREST(t, http.MethodPost, base+"/v1/runs", a.key, string(body), &run))
+	require.Equal(t, http.StatusOK, restJSONKey(t, http.MethodPost, base+"/v1/runs", a.key, string(body), &run))
 	logRunOnFailure(t, ts, run.ID)
 	model.waitCall(t, 1)
 	sse := base + "/v1/runs/" + run.ID + "/live:sse"
@@ -225,7 +209,7 @@ func TestLiveSSE(t *testing.T) {
 		{name: "bad max_fps", url: sse + "?max_fps=fast", key: a.key, status: http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.status, liveREST(t, http.MethodGet, tc.url, tc.key, "", nil))
+			require.Equal(t, tc.status, restJSONKey(t, http.MethodGet, tc.url, tc.key, "", nil))
 		})
 	}
 
@@ -268,30 +252,7 @@ func TestLiveSSE(t *testing.T) {
 	}
 	final := pollFinished(t, a.ctx, a.runs, run.ID)
 	require.Equal(t, wfv1.RunStatus_RUN_STATUS_COMPLETED, final.Status, "%v", final.Error)
-	require.Equal(t, http.StatusNoContent, liveREST(t, http.MethodGet, sse, a.key, "", nil))
-}
-
-// liveREST calls the REST API with key (none when empty), decodes a JSON
-// answer into out (when not nil) and returns the HTTP status.
-func liveREST(t *testing.T, method, url, key, body string, out any) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), uiWait)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	if out != nil {
-		require.NoError(t, json.Unmarshal(raw, out), "body: %s", raw)
-	}
-	return resp.StatusCode
+	require.Equal(t, http.StatusNoContent, restJSONKey(t, http.MethodGet, sse, a.key, "", nil))
 }
 
 // sseEvent is one Server-Sent Event.

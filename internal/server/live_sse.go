@@ -91,21 +91,7 @@ func (l *liveSSE) serve(w http.ResponseWriter, r *http.Request) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	wg.Go(func() {
-		t := time.NewTicker(sseHeartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := s.write(": heartbeat\n\n"); err != nil {
-					cancel(err)
-					return
-				}
-			}
-		}
-	})
+	wg.Go(func() { heartbeats(ctx, cancel, s.write) })
 	err = l.live.WatchLive(&wfv1.WatchLiveRequest{RunId: runID, MaxFps: int32(maxFPS)},
 		&frameStream{ctx: ctx, send: s.frame})
 	if werr := s.sw.failed(); werr != nil {

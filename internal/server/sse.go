@@ -43,6 +43,24 @@ const (
 	sseRetry = 2 * time.Second
 )
 
+// heartbeats writes a comment line every sseHeartbeat until ctx ends; a
+// failed write ends the stream (cancel).
+func heartbeats(ctx context.Context, cancel context.CancelCauseFunc, write func(string) error) {
+	t := time.NewTicker(sseHeartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := write(": heartbeat\n\n"); err != nil {
+				cancel(err)
+				return
+			}
+		}
+	}
+}
+
 // sseHandler serves the event streams as Server-Sent Events.
 type sseHandler struct {
 	// serving ends when the server shuts down; so do the streams.
@@ -196,21 +214,7 @@ func (h *sseHandler) stream(ctx context.Context, w http.ResponseWriter, r *http.
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	wg.Go(func() {
-		t := time.NewTicker(sseHeartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := s.write(": heartbeat\n\n"); err != nil {
-					cancel(err)
-					return
-				}
-			}
-		}
-	})
+	wg.Go(func() { heartbeats(ctx, cancel, s.write) })
 	err := follow(ctx, s)
 	if werr := s.failed(); werr != nil {
 		err = werr

@@ -7,6 +7,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"strconv"
@@ -90,4 +92,20 @@ func Main(m *testing.M, s *Shared, moreParallel bool) {
 		}
 	}
 	os.Exit(code)
+}
+
+// ServeHTML serves the given pages (path → HTML) on 127.0.0.1 until t ends
+// and returns the base URL.
+func ServeHTML(t testing.TB, pages map[string]string) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	for path, html := range pages {
+		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = w.Write([]byte(html))
+		})
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
