@@ -106,7 +106,7 @@ func validateModel(v *fault.Violations, field string, m *wfv1.ModelSettings, con
 			}
 		}
 	case *wfv1.ModelSettings_PromptRef:
-		v.Unimplemented(field+".prompt_ref", "the prompt library arrives with a later release; use prompt_text")
+		validatePromptRef(v, field+".prompt_ref", pr.PromptRef)
 	}
 	if m.ApiKeyCredential != "" && !credentialNamePattern.MatchString(m.ApiKeyCredential) {
 		v.Add(field+".api_key_credential", "must be a credential name (%s)", credentialNamePattern)
@@ -124,10 +124,10 @@ func validateTools(v *fault.Violations, defs []*wfv1.ToolDefinition) {
 		switch t.Implementation.(type) {
 		case *wfv1.ToolDefinition_Webhook:
 		case *wfv1.ToolDefinition_CatalogRef:
-			v.Unimplemented(field+".catalog_ref", "the tool catalog arrives with a later release; define a webhook tool")
+			validateCatalogTool(v, field, t)
 			continue
 		case *wfv1.ToolDefinition_Mcp:
-			v.Unimplemented(field+".mcp", "MCP tools arrive with a later release; define a webhook tool")
+			validateMcpTool(v, field, t)
 			continue
 		default:
 			v.Add(field+".webhook", "a tool needs an implementation (webhook)")

@@ -177,6 +177,14 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR,
 			Error: &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_INTERNAL, Message: err.Error()}})
 	}
+	if err := w.resolvePrompts(bg, run); err != nil {
+		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR,
+			Error: &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_INTERNAL, Message: err.Error()}})
+	}
+	if err := w.resolveTools(bg, run); err != nil {
+		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR,
+			Error: &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_TOOL_EXECUTION_ERROR, Message: err.Error()}})
+	}
 	models, err := w.runModels(bg, run)
 	if err != nil {
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR,

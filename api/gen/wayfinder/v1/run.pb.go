@@ -3990,7 +3990,10 @@ type PromptRun struct {
 	// Set when the call failed.
 	Error string `protobuf:"bytes,12,opt,name=error,proto3" json:"error,omitempty"`
 	// The screenshots the model saw (GetMedia), in order.
-	MediaIds      []string `protobuf:"bytes,13,rep,name=media_ids,json=mediaIds,proto3" json:"media_ids,omitempty"`
+	MediaIds []string `protobuf:"bytes,13,rep,name=media_ids,json=mediaIds,proto3" json:"media_ids,omitempty"`
+	// The prompt library version the call's prompt came from,
+	// "name@version"; empty for the default prompt or inline prompt_text.
+	PromptRef     string `protobuf:"bytes,14,opt,name=prompt_ref,json=promptRef,proto3" json:"prompt_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4114,6 +4117,13 @@ func (x *PromptRun) GetMediaIds() []string {
 		return x.MediaIds
 	}
 	return nil
+}
+
+func (x *PromptRun) GetPromptRef() string {
+	if x != nil {
+		return x.PromptRef
+	}
+	return ""
 }
 
 // ToolEvent reports a tool call of a step (TOOL_CALLED, TOOL_RESULT).
@@ -4890,7 +4900,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x10blocked_requests\x18\r \x03(\v2\x1c.wayfinder.v1.BlockedRequestR\x0fblockedRequests\x123\n" +
 	"\atimings\x18\x0e \x01(\v2\x19.wayfinder.v1.StepTimingsR\atimings\x12)\n" +
 	"\x05usage\x18\x0f \x01(\v2\x13.wayfinder.v1.UsageR\x05usage\x12,\n" +
-	"\x12thumbnail_media_id\x18\x10 \x01(\tR\x10thumbnailMediaId\"\xcf\x03\n" +
+	"\x12thumbnail_media_id\x18\x10 \x01(\tR\x10thumbnailMediaId\"\xee\x03\n" +
 	"\tPromptRun\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x1f\n" +
@@ -4907,7 +4917,9 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x123\n" +
 	"\alatency\x18\v \x01(\v2\x19.google.protobuf.DurationR\alatency\x12\x14\n" +
 	"\x05error\x18\f \x01(\tR\x05error\x12\x1b\n" +
-	"\tmedia_ids\x18\r \x03(\tR\bmediaIds\"Z\n" +
+	"\tmedia_ids\x18\r \x03(\tR\bmediaIds\x12\x1d\n" +
+	"\n" +
+	"prompt_ref\x18\x0e \x01(\tR\tpromptRef\"Z\n" +
 	"\tToolEvent\x12\x1f\n" +
 	"\vstep_number\x18\x01 \x01(\x05R\n" +
 	"stepNumber\x12\x12\n" +
