@@ -31,6 +31,9 @@ type PromptRun struct {
 	Start    time.Time
 	End      time.Time
 	Error    string
+	// PromptRef is the prompt library version ("name@version") the
+	// call's system prompt came from; "" for none.
+	PromptRef string
 	// Images are the images the model saw, in order. Each is stored once
 	// per run as media, and its Ref in Request is replaced by the media ID.
 	Images []PromptImage
@@ -77,10 +80,11 @@ func (s *Store) RecordPromptRun(ctx context.Context, pr PromptRun) (string, erro
 		}
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO prompt_runs (id, run_id, step_number, role, provider, model, request, response,
-				input_tokens, output_tokens, cached_input_tokens, cost_usd, started_at, ended_at, error)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+				input_tokens, output_tokens, cached_input_tokens, cost_usd, started_at, ended_at, error, prompt_ref)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
 			id, pr.RunID, step, pr.Role, pr.Provider, pr.Model, request, response,
-			usage.InputTokens, usage.OutputTokens, usage.CachedInputTokens, usage.CostUsd, pr.Start, pr.End, errText); err != nil {
+			usage.InputTokens, usage.OutputTokens, usage.CachedInputTokens, usage.CostUsd, pr.Start, pr.End, errText,
+			pr.PromptRef); err != nil {
 			return fmt.Errorf("insert prompt run: %w", err)
 		}
 		for i, mid := range mediaIDs {
@@ -127,7 +131,7 @@ func (s *Store) ListPromptRuns(ctx context.Context, runID string, pageToken stri
 			p.input_tokens, p.output_tokens, p.cached_input_tokens, p.cost_usd::float8, p.started_at,
 			coalesce(p.ended_at, p.started_at), coalesce(p.error, ''),
 			coalesce((SELECT array_agg(m.media_id::text ORDER BY m.position) FROM prompt_run_media m
-			          WHERE m.prompt_run_id = p.id), '{}')
+			          WHERE m.prompt_run_id = p.id), '{}'), p.prompt_ref
 		FROM prompt_runs p
 		WHERE p.run_id = $1 AND ($2::timestamptz IS NULL OR (p.started_at, p.id) > ($2, $3::uuid))
 		ORDER BY p.started_at, p.id
@@ -141,7 +145,7 @@ func (s *Store) ListPromptRuns(ctx context.Context, runID string, pageToken stri
 		var start, end time.Time
 		if err := r.Scan(&pr.Id, &pr.StepNumber, &pr.Role, &pr.Provider, &pr.Model, &request, &response,
 			&pr.Usage.InputTokens, &pr.Usage.OutputTokens, &pr.Usage.CachedInputTokens, &pr.Usage.CostUsd,
-			&start, &end, &pr.Error, &pr.MediaIds); err != nil {
+			&start, &end, &pr.Error, &pr.MediaIds, &pr.PromptRef); err != nil {
 			return nil, err
 		}
 		pr.StartTime, pr.Latency = timestamppb.New(start), durationpb.New(end.Sub(start))
