@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/go-rod/rod/lib/proto"
@@ -81,29 +82,59 @@ type KeyEvent struct {
 	Modifiers int
 }
 
-// Printable reports whether the key types a character (held Control, Alt
-// or Meta make it a shortcut instead).
-func (k KeyEvent) Printable() bool {
-	return keyText(k) != ""
-}
-
-// keyText is the text a key press inserts, "" for none.
-func keyText(k KeyEvent) string {
-	if k.Modifiers&(ModCtrl|ModAlt|ModMeta) != 0 {
-		return ""
-	}
-	if strings.EqualFold(k.Key, "Enter") {
-		return "\r"
-	}
-	if utf8.RuneCountInString(k.Key) != 1 {
-		return ""
-	}
-	r, _ := utf8.DecodeRuneInString(k.Key)
-	if !unicode.IsPrint(r) {
+// Text returns the characters a press of the key types, "" for none: a
+// named key ("Enter", "Tab", "ArrowLeft"), a modifier, or a shortcut. A
+// printable key value types itself, whatever its length in code points (a
+// layout or an input method can produce a cluster), alone or with Shift,
+// with Alt (macOS's Option), or with Control and Alt together (AltGr on
+// Windows) — but never with Meta, nor with Control alone: those are
+// shortcuts.
+func (k KeyEvent) Text() string {
+	ctrl, alt, meta := k.Modifiers&ModCtrl != 0, k.Modifiers&ModAlt != 0, k.Modifiers&ModMeta != 0
+	if meta || (ctrl && !alt) || !textKey(k.Key) {
 		return ""
 	}
 	return k.Key
 }
+
+// textKey reports whether a KeyboardEvent.key value is text rather than a
+// key's name: names ("Enter", "F5", "Dead") are ASCII letters and digits
+// longer than one character; text has no control characters and at least
+// one visible one.
+func textKey(key string) bool {
+	if key == "" || !utf8.ValidString(key) {
+		return false
+	}
+	if utf8.RuneCountInString(key) > 1 && isKeyName(key) {
+		return false
+	}
+	visible := false
+	for _, r := range key {
+		switch {
+		case unicode.IsControl(r):
+			return false
+		case unicode.IsPrint(r):
+			visible = true
+		}
+	}
+	return visible
+}
+
+// isKeyName reports whether key looks like a DOM key name: ASCII letters
+// and digits only.
+func isKeyName(key string) bool {
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// maxKeyText is the longest text (UTF-16 units) Chromium takes with a key
+// event; longer text is inserted after the key's press.
+const maxKeyText = 4
 
 // DispatchMouse passes one mouse event to the page. It brings the page's
 // tab to the front first (only that tab gets input and paints).
@@ -159,18 +190,38 @@ func (pg *Page) DispatchKey(ctx context.Context, e KeyEvent) error {
 			k.location = 2
 		}
 	}
-	text := ""
-	if !e.Up {
-		text = keyText(e)
+	text, mods := e.Text(), e.Modifiers
+	if text != "" {
+		// The person's keyboard made a character of the chord (AltGr,
+		// Option): the page gets the character, not a shortcut (Chromium
+		// inserts nothing with Control held).
+		mods &^= ModCtrl | ModAlt
+	} else if strings.EqualFold(k.key, "Enter") && e.Modifiers&(ModCtrl|ModAlt|ModMeta) == 0 {
+		text = "\r"
 	}
+	if e.Up {
+		text = ""
+	}
+	long := len(utf16.Encode([]rune(text))) > maxKeyText
 	typ := proto.InputDispatchKeyEventTypeRawKeyDown
 	switch {
 	case e.Up:
 		typ = proto.InputDispatchKeyEventTypeKeyUp
-	case text != "":
+	case text != "" && !long:
 		typ = proto.InputDispatchKeyEventTypeKeyDown
 	}
-	return pg.input(ctx, func() error { return pg.keyEvent(ctx, typ, k, e.Modifiers, text) })
+	return pg.input(ctx, func() error {
+		if long {
+			if err := pg.keyEvent(ctx, typ, k, mods, ""); err != nil {
+				return err
+			}
+			if err := (proto.InputInsertText{Text: text}).Call(pg.p.Context(ctx)); err != nil {
+				return classify(fmt.Errorf("insert text: %w", err))
+			}
+			return nil
+		}
+		return pg.keyEvent(ctx, typ, k, mods, text)
+	})
 }
 
 // InsertText inserts text at the focus, as an input method or a paste

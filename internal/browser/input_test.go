@@ -131,3 +131,43 @@ func TestElementAt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `button "Save draft"`, info.String())
 }
+
+// Characters a keyboard layout makes of a chord type: AltGr arrives as
+// Control+Alt (Windows), Option as Alt (macOS). Meta, or Control alone,
+// makes a shortcut; key values of several code points type too.
+func TestInputKeyText(t *testing.T) {
+	t.Parallel()
+	base := serve(t, map[string]string{"/": inputPage})
+	page := newPage(t, base+"/")
+	click(t, page, 150, 15)
+	requireTrue(t, page, `document.activeElement === q`)
+
+	press(t, page, "@", "KeyQ", browser.ModCtrl|browser.ModAlt)   // AltGr+Q, German
+	press(t, page, "€", "KeyE", browser.ModCtrl|browser.ModAlt)   // AltGr+E
+	press(t, page, "{", "Digit7", browser.ModCtrl|browser.ModAlt) // AltGr+7
+	press(t, page, "å", "KeyA", browser.ModAlt)                   // Option+A
+	press(t, page, "e\u0301", "KeyE", 0)                          // a cluster
+	press(t, page, "👩\u200d👩\u200d👧", "", 0)                      // longer than a key event's text
+	press(t, page, "x", "KeyX", browser.ModMeta)                  // a shortcut
+	press(t, page, "€", "KeyE", browser.ModCtrl|browser.ModAlt|browser.ModMeta)
+	requireTrue(t, page, `q.value === '@€{åe\u0301👩\u200d👩\u200d👧'`)
+
+	for _, tc := range []struct {
+		key  string
+		mods int
+		want string
+	}{
+		{"@", browser.ModCtrl | browser.ModAlt, "@"},
+		{"å", browser.ModAlt, "å"},
+		{"ä", browser.ModShift, "ä"},
+		{"e\u0301", 0, "e\u0301"},
+		{"a", browser.ModCtrl, ""},
+		{"a", browser.ModMeta, ""},
+		{"@", browser.ModCtrl | browser.ModAlt | browser.ModMeta, ""},
+		{"Enter", 0, ""},
+		{"F5", browser.ModAlt, ""},
+		{"\u0007", 0, ""},
+	} {
+		require.Equal(t, tc.want, browser.KeyEvent{Key: tc.key, Modifiers: tc.mods}.Text(), "%q %d", tc.key, tc.mods)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
@@ -113,17 +112,11 @@ func (r *recorder) navigated(url string) {
 // a gesture.
 var modifierKeys = map[string]bool{"Shift": true, "Control": true, "Alt": true, "Meta": true, "AltGraph": true, "CapsLock": true}
 
-// typesChar reports whether a key press types a visible character.
-func typesChar(key string, mods int) bool {
-	if mods&(browser.ModCtrl|browser.ModAlt|browser.ModMeta) != 0 || utf8.RuneCountInString(key) != 1 {
-		return false
-	}
-	r, _ := utf8.DecodeRuneInString(key)
-	return unicode.IsPrint(r)
-}
-
-// chordName names a key with the modifiers held: "Enter", "Control+A",
-// "Shift+Tab".
+// chordName names a key pressed with the modifiers held, for the record:
+// "Enter", "Control+A", "Shift+Tab". It names only named keys and Control
+// or Meta with an ASCII letter or digit; any other character is never
+// written down (a chord a keyboard layout did not make text of, such as
+// Meta+€, is "Meta+character").
 func chordName(key string, mods int) string {
 	var b strings.Builder
 	for _, m := range []struct {
@@ -134,13 +127,34 @@ func chordName(key string, mods int) string {
 			b.WriteString(m.name + "+")
 		}
 	}
-	if key == " " {
+	switch {
+	case key == " ":
 		key = "Space"
-	} else if utf8.RuneCountInString(key) == 1 {
-		key = strings.ToUpper(key)
+	case utf8.RuneCountInString(key) == 1:
+		c := key[0]
+		shortcut := mods&(browser.ModCtrl|browser.ModMeta) != 0
+		if shortcut && ('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			key = strings.ToUpper(key)
+		} else {
+			key = "character"
+		}
+	case !isKeyName(key):
+		key = "character"
 	}
 	b.WriteString(key)
 	return b.String()
+}
+
+// isKeyName reports whether key is a DOM key name ("Enter", "F5"): ASCII
+// letters and digits only.
+func isKeyName(key string) bool {
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return key != ""
 }
 
 // Input applies a person's input to the run's page, in order, and records
@@ -300,8 +314,9 @@ func (s *Session) applyKey(ctx context.Context, pg *browser.Page, tn *turn, k *w
 		Up: k.GetType() == wfv1.KeyInput_TYPE_UP, Key: k.GetKey(), Code: k.GetCode(), Modifiers: int(k.GetModifiers()),
 	}
 	if !ev.Up && ev.Key != "" && !modifierKeys[ev.Key] {
-		if typesChar(ev.Key, ev.Modifiers) {
-			s.typed(tn, 1, func() string { return s.describe(ctx, pg.FocusedElement) })
+		if text := ev.Text(); text != "" {
+			n := utf8.RuneCountInString(text)
+			s.typed(tn, n, func() string { return s.describe(ctx, pg.FocusedElement) })
 		} else {
 			name := chordName(ev.Key, ev.Modifiers)
 			s.record(tn, func(r *recorder) { r.key(name) })

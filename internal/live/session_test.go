@@ -479,3 +479,45 @@ func leftBehind() bool {
 	all := stacks()
 	return strings.Contains(all, "live.(*Session)") || strings.Contains(all, "(*Page).StartScreencast")
 }
+
+// Characters a keyboard layout makes of a chord (AltGr arrives as
+// Control+Alt, macOS's Option as Alt) and key values of several code
+// points are typed and counted, never written down; a chord that is no
+// text names no character.
+func TestSessionTakeoverLayoutKeys(t *testing.T) {
+	t.Parallel()
+	base := serveHTML(t, map[string]string{"/": gesturePage})
+	page := openPage(t, newBrowserSession(t), base+"/")
+	ctx := context.Background()
+	s, c := newTestSession(t, SessionConfig{})
+	s.PageChanged(page)
+	require.NoError(t, s.Request(takeover("t1")))
+	done := pauseAsync(ctx, s)
+	c.waitFor("ACTIVE t1")
+
+	const altGr = 2 | 1 // Control+Alt
+	in := clickIn(150, 15)
+	in = append(in, keyIn("@", "KeyQ", altGr)...)
+	in = append(in, keyIn("€", "KeyE", altGr)...)
+	in = append(in, keyIn("ø", "KeyO", 1)...)
+	in = append(in, keyIn("e\u0301", "", 0)...)
+	in = append(in, keyIn("§", "Digit3", 4)...)   // Meta: a shortcut
+	in = append(in, keyIn("-", "Minus", 2)...)    // Control: a shortcut
+	in = append(in, keyIn("s", "KeyS", 2|4|8)...) // a named shortcut
+	require.NoError(t, s.Input(ctx, "t1", in))
+	requireTruthy(t, page, `user.value === '@€øe\u0301'`)
+	require.NoError(t, s.HandBack("t1", ""))
+
+	res := receive(t, done)
+	require.True(t, res.ok)
+	var got []string
+	for _, a := range res.turn.Actions {
+		got = append(got, fmt.Sprintf("%s %v %v", a.Tool, a.Arguments["characters"], a.Arguments["key"]))
+	}
+	require.Equal(t, []string{"human_click <nil> <nil>", "human_type 5 <nil>",
+		"human_key <nil> Meta+character", "human_key <nil> Control+character", "human_key <nil> Control+Meta+Shift+S"}, got)
+	all := fmt.Sprintf("%+v", res.turn.Actions)
+	for _, secret := range []string{"@", "€", "ø", "\u0301", "§", "-"} {
+		require.NotContains(t, all, secret)
+	}
+}
