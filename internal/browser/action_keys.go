@@ -163,6 +163,11 @@ func (pg *Page) keyEvent(ctx context.Context, typ proto.InputDispatchKeyEventTyp
 		Code: k.code, Key: k.key, Text: text, UnmodifiedText: text, Location: &k.location,
 	}.Call(pg.p.Context(ctx))
 	if err != nil {
+		// A character is what a person typed (a password's, perhaps): only
+		// a named key is named in the error.
+		if textKey(k.key) {
+			return classify(fmt.Errorf("key event: %w", err))
+		}
 		return classify(fmt.Errorf("key %s: %w", k.key, err))
 	}
 	return nil

@@ -171,3 +171,19 @@ func TestInputKeyText(t *testing.T) {
 		require.Equal(t, tc.want, browser.KeyEvent{Key: tc.key, Modifiers: tc.mods}.Text(), "%q %d", tc.key, tc.mods)
 	}
 }
+
+// A failed key event names a named key, never a character (a password's).
+func TestInputKeyErrorHidesText(t *testing.T) {
+	t.Parallel()
+	base := serve(t, map[string]string{"/": inputPage})
+	page := newPage(t, base+"/")
+	click(t, page, 150, 15) // the page is in front: the key event is the call that fails
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := page.DispatchKey(ctx, browser.KeyEvent{Key: "ж", Code: "KeyZ"})
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "ж")
+	err = page.DispatchKey(ctx, browser.KeyEvent{Key: "Enter"})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "Enter")
+}
