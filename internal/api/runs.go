@@ -288,6 +288,10 @@ func (s *RunService) GetMedia(ctx context.Context, req *wfv1.GetMediaRequest) (*
 
 // RunAndWait implements wayfinder.v1.RunService.
 func (s *RunService) RunAndWait(ctx context.Context, req *wfv1.RunAndWaitRequest) (*wfv1.RunAndWaitResponse, error) {
+	req, err := withFlatParams(req)
+	if err != nil {
+		return nil, err
+	}
 	timeout := 5 * time.Minute
 	if d := req.GetTimeout(); d != nil {
 		var v fault.Violations

@@ -1017,7 +1017,19 @@ type RunAndWaitRequest struct {
 	Params    *RunParams             `protobuf:"bytes,1,opt,name=params,proto3" json:"params,omitempty"`
 	RequestId string                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// How long to wait, 1s-1h. Default 5m (and never past the call deadline).
-	Timeout       *durationpb.Duration `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	Timeout *durationpb.Duration `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// The run's parameters as plain strings, for hosts that can pass only
+	// strings (lists comma-delimited). Keys: goal, start_url,
+	// allowed_domains, blocked_domains, max_steps, headless, timeout (the
+	// wait), run_timeout, controller_provider, controller_model,
+	// controller_base_url, judge_strategy, judge_provider, judge_model,
+	// screenshot_history_depth, max_tokens, max_cost_usd, min_confidence,
+	// actions_per_turn, viewport ("1280x800"), locale, timezone, profile,
+	// respect_robots_txt, labels ("k=v,k2=v2") and request_id. A flat value
+	// fills only a field that params, request_id or timeout leave unset; an
+	// unknown key or a value that does not parse is INVALID_ARGUMENT naming
+	// "flat_params.<key>". See docs/mcp.md.
+	FlatParams    map[string]string `protobuf:"bytes,4,rep,name=flat_params,json=flatParams,proto3" json:"flat_params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1069,6 +1081,13 @@ func (x *RunAndWaitRequest) GetRequestId() string {
 func (x *RunAndWaitRequest) GetTimeout() *durationpb.Duration {
 	if x != nil {
 		return x.Timeout
+	}
+	return nil
+}
+
+func (x *RunAndWaitRequest) GetFlatParams() map[string]string {
+	if x != nil {
+		return x.FlatParams
 	}
 	return nil
 }
@@ -1205,12 +1224,17 @@ const file_wayfinder_v1_run_service_proto_rawDesc = "" +
 	"\vcreate_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12A\n" +
 	"\x0edelivered_time\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\rdeliveredTime\"\x98\x01\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\rdeliveredTime\"\xa9\x02\n" +
 	"\x11RunAndWaitRequest\x12/\n" +
 	"\x06params\x18\x01 \x01(\v2\x17.wayfinder.v1.RunParamsR\x06params\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x123\n" +
-	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"V\n" +
+	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12P\n" +
+	"\vflat_params\x18\x04 \x03(\v2/.wayfinder.v1.RunAndWaitRequest.FlatParamsEntryR\n" +
+	"flatParams\x1a=\n" +
+	"\x0fFlatParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"V\n" +
 	"\x12RunAndWaitResponse\x12#\n" +
 	"\x03run\x18\x01 \x01(\v2\x11.wayfinder.v1.RunR\x03run\x12\x1b\n" +
 	"\ttimed_out\x18\x02 \x01(\bR\btimedOut2\xc6\v\n" +
@@ -1245,7 +1269,7 @@ func file_wayfinder_v1_run_service_proto_rawDescGZIP() []byte {
 	return file_wayfinder_v1_run_service_proto_rawDescData
 }
 
-var file_wayfinder_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_wayfinder_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_wayfinder_v1_run_service_proto_goTypes = []any{
 	(*CreateRunRequest)(nil),              // 0: wayfinder.v1.CreateRunRequest
 	(*GetRunRequest)(nil),                 // 1: wayfinder.v1.GetRunRequest
@@ -1266,62 +1290,64 @@ var file_wayfinder_v1_run_service_proto_goTypes = []any{
 	(*WebhookDelivery)(nil),               // 16: wayfinder.v1.WebhookDelivery
 	(*RunAndWaitRequest)(nil),             // 17: wayfinder.v1.RunAndWaitRequest
 	(*RunAndWaitResponse)(nil),            // 18: wayfinder.v1.RunAndWaitResponse
-	(*RunParams)(nil),                     // 19: wayfinder.v1.RunParams
-	(RunStatus)(0),                        // 20: wayfinder.v1.RunStatus
-	(*Run)(nil),                           // 21: wayfinder.v1.Run
-	(*Step)(nil),                          // 22: wayfinder.v1.Step
-	(*PromptRun)(nil),                     // 23: wayfinder.v1.PromptRun
-	(*timestamppb.Timestamp)(nil),         // 24: google.protobuf.Timestamp
-	(RunEventType)(0),                     // 25: wayfinder.v1.RunEventType
-	(*durationpb.Duration)(nil),           // 26: google.protobuf.Duration
-	(*RunEvent)(nil),                      // 27: wayfinder.v1.RunEvent
-	(*httpbody.HttpBody)(nil),             // 28: google.api.HttpBody
+	nil,                                   // 19: wayfinder.v1.RunAndWaitRequest.FlatParamsEntry
+	(*RunParams)(nil),                     // 20: wayfinder.v1.RunParams
+	(RunStatus)(0),                        // 21: wayfinder.v1.RunStatus
+	(*Run)(nil),                           // 22: wayfinder.v1.Run
+	(*Step)(nil),                          // 23: wayfinder.v1.Step
+	(*PromptRun)(nil),                     // 24: wayfinder.v1.PromptRun
+	(*timestamppb.Timestamp)(nil),         // 25: google.protobuf.Timestamp
+	(RunEventType)(0),                     // 26: wayfinder.v1.RunEventType
+	(*durationpb.Duration)(nil),           // 27: google.protobuf.Duration
+	(*RunEvent)(nil),                      // 28: wayfinder.v1.RunEvent
+	(*httpbody.HttpBody)(nil),             // 29: google.api.HttpBody
 }
 var file_wayfinder_v1_run_service_proto_depIdxs = []int32{
-	19, // 0: wayfinder.v1.CreateRunRequest.params:type_name -> wayfinder.v1.RunParams
-	20, // 1: wayfinder.v1.ListRunsRequest.statuses:type_name -> wayfinder.v1.RunStatus
-	21, // 2: wayfinder.v1.ListRunsResponse.runs:type_name -> wayfinder.v1.Run
-	22, // 3: wayfinder.v1.ListStepsResponse.steps:type_name -> wayfinder.v1.Step
-	23, // 4: wayfinder.v1.ListPromptRunsResponse.prompt_runs:type_name -> wayfinder.v1.PromptRun
-	24, // 5: wayfinder.v1.StreamEventsRequest.after_time:type_name -> google.protobuf.Timestamp
-	25, // 6: wayfinder.v1.StreamEventsRequest.types:type_name -> wayfinder.v1.RunEventType
+	20, // 0: wayfinder.v1.CreateRunRequest.params:type_name -> wayfinder.v1.RunParams
+	21, // 1: wayfinder.v1.ListRunsRequest.statuses:type_name -> wayfinder.v1.RunStatus
+	22, // 2: wayfinder.v1.ListRunsResponse.runs:type_name -> wayfinder.v1.Run
+	23, // 3: wayfinder.v1.ListStepsResponse.steps:type_name -> wayfinder.v1.Step
+	24, // 4: wayfinder.v1.ListPromptRunsResponse.prompt_runs:type_name -> wayfinder.v1.PromptRun
+	25, // 5: wayfinder.v1.StreamEventsRequest.after_time:type_name -> google.protobuf.Timestamp
+	26, // 6: wayfinder.v1.StreamEventsRequest.types:type_name -> wayfinder.v1.RunEventType
 	16, // 7: wayfinder.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> wayfinder.v1.WebhookDelivery
-	24, // 8: wayfinder.v1.WebhookDelivery.create_time:type_name -> google.protobuf.Timestamp
-	24, // 9: wayfinder.v1.WebhookDelivery.delivered_time:type_name -> google.protobuf.Timestamp
-	19, // 10: wayfinder.v1.RunAndWaitRequest.params:type_name -> wayfinder.v1.RunParams
-	26, // 11: wayfinder.v1.RunAndWaitRequest.timeout:type_name -> google.protobuf.Duration
-	21, // 12: wayfinder.v1.RunAndWaitResponse.run:type_name -> wayfinder.v1.Run
-	0,  // 13: wayfinder.v1.RunService.CreateRun:input_type -> wayfinder.v1.CreateRunRequest
-	1,  // 14: wayfinder.v1.RunService.GetRun:input_type -> wayfinder.v1.GetRunRequest
-	2,  // 15: wayfinder.v1.RunService.ListRuns:input_type -> wayfinder.v1.ListRunsRequest
-	4,  // 16: wayfinder.v1.RunService.CancelRun:input_type -> wayfinder.v1.CancelRunRequest
-	5,  // 17: wayfinder.v1.RunService.StreamRunEvents:input_type -> wayfinder.v1.StreamRunEventsRequest
-	6,  // 18: wayfinder.v1.RunService.ListSteps:input_type -> wayfinder.v1.ListStepsRequest
-	8,  // 19: wayfinder.v1.RunService.ListPromptRuns:input_type -> wayfinder.v1.ListPromptRunsRequest
-	10, // 20: wayfinder.v1.RunService.GetMedia:input_type -> wayfinder.v1.GetMediaRequest
-	11, // 21: wayfinder.v1.RunService.SubmitApproval:input_type -> wayfinder.v1.SubmitApprovalRequest
-	12, // 22: wayfinder.v1.RunService.StreamEvents:input_type -> wayfinder.v1.StreamEventsRequest
-	13, // 23: wayfinder.v1.RunService.ListWebhookDeliveries:input_type -> wayfinder.v1.ListWebhookDeliveriesRequest
-	15, // 24: wayfinder.v1.RunService.RedeliverWebhook:input_type -> wayfinder.v1.RedeliverWebhookRequest
-	17, // 25: wayfinder.v1.RunService.RunAndWait:input_type -> wayfinder.v1.RunAndWaitRequest
-	21, // 26: wayfinder.v1.RunService.CreateRun:output_type -> wayfinder.v1.Run
-	21, // 27: wayfinder.v1.RunService.GetRun:output_type -> wayfinder.v1.Run
-	3,  // 28: wayfinder.v1.RunService.ListRuns:output_type -> wayfinder.v1.ListRunsResponse
-	21, // 29: wayfinder.v1.RunService.CancelRun:output_type -> wayfinder.v1.Run
-	27, // 30: wayfinder.v1.RunService.StreamRunEvents:output_type -> wayfinder.v1.RunEvent
-	7,  // 31: wayfinder.v1.RunService.ListSteps:output_type -> wayfinder.v1.ListStepsResponse
-	9,  // 32: wayfinder.v1.RunService.ListPromptRuns:output_type -> wayfinder.v1.ListPromptRunsResponse
-	28, // 33: wayfinder.v1.RunService.GetMedia:output_type -> google.api.HttpBody
-	21, // 34: wayfinder.v1.RunService.SubmitApproval:output_type -> wayfinder.v1.Run
-	27, // 35: wayfinder.v1.RunService.StreamEvents:output_type -> wayfinder.v1.RunEvent
-	14, // 36: wayfinder.v1.RunService.ListWebhookDeliveries:output_type -> wayfinder.v1.ListWebhookDeliveriesResponse
-	16, // 37: wayfinder.v1.RunService.RedeliverWebhook:output_type -> wayfinder.v1.WebhookDelivery
-	18, // 38: wayfinder.v1.RunService.RunAndWait:output_type -> wayfinder.v1.RunAndWaitResponse
-	26, // [26:39] is the sub-list for method output_type
-	13, // [13:26] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	25, // 8: wayfinder.v1.WebhookDelivery.create_time:type_name -> google.protobuf.Timestamp
+	25, // 9: wayfinder.v1.WebhookDelivery.delivered_time:type_name -> google.protobuf.Timestamp
+	20, // 10: wayfinder.v1.RunAndWaitRequest.params:type_name -> wayfinder.v1.RunParams
+	27, // 11: wayfinder.v1.RunAndWaitRequest.timeout:type_name -> google.protobuf.Duration
+	19, // 12: wayfinder.v1.RunAndWaitRequest.flat_params:type_name -> wayfinder.v1.RunAndWaitRequest.FlatParamsEntry
+	22, // 13: wayfinder.v1.RunAndWaitResponse.run:type_name -> wayfinder.v1.Run
+	0,  // 14: wayfinder.v1.RunService.CreateRun:input_type -> wayfinder.v1.CreateRunRequest
+	1,  // 15: wayfinder.v1.RunService.GetRun:input_type -> wayfinder.v1.GetRunRequest
+	2,  // 16: wayfinder.v1.RunService.ListRuns:input_type -> wayfinder.v1.ListRunsRequest
+	4,  // 17: wayfinder.v1.RunService.CancelRun:input_type -> wayfinder.v1.CancelRunRequest
+	5,  // 18: wayfinder.v1.RunService.StreamRunEvents:input_type -> wayfinder.v1.StreamRunEventsRequest
+	6,  // 19: wayfinder.v1.RunService.ListSteps:input_type -> wayfinder.v1.ListStepsRequest
+	8,  // 20: wayfinder.v1.RunService.ListPromptRuns:input_type -> wayfinder.v1.ListPromptRunsRequest
+	10, // 21: wayfinder.v1.RunService.GetMedia:input_type -> wayfinder.v1.GetMediaRequest
+	11, // 22: wayfinder.v1.RunService.SubmitApproval:input_type -> wayfinder.v1.SubmitApprovalRequest
+	12, // 23: wayfinder.v1.RunService.StreamEvents:input_type -> wayfinder.v1.StreamEventsRequest
+	13, // 24: wayfinder.v1.RunService.ListWebhookDeliveries:input_type -> wayfinder.v1.ListWebhookDeliveriesRequest
+	15, // 25: wayfinder.v1.RunService.RedeliverWebhook:input_type -> wayfinder.v1.RedeliverWebhookRequest
+	17, // 26: wayfinder.v1.RunService.RunAndWait:input_type -> wayfinder.v1.RunAndWaitRequest
+	22, // 27: wayfinder.v1.RunService.CreateRun:output_type -> wayfinder.v1.Run
+	22, // 28: wayfinder.v1.RunService.GetRun:output_type -> wayfinder.v1.Run
+	3,  // 29: wayfinder.v1.RunService.ListRuns:output_type -> wayfinder.v1.ListRunsResponse
+	22, // 30: wayfinder.v1.RunService.CancelRun:output_type -> wayfinder.v1.Run
+	28, // 31: wayfinder.v1.RunService.StreamRunEvents:output_type -> wayfinder.v1.RunEvent
+	7,  // 32: wayfinder.v1.RunService.ListSteps:output_type -> wayfinder.v1.ListStepsResponse
+	9,  // 33: wayfinder.v1.RunService.ListPromptRuns:output_type -> wayfinder.v1.ListPromptRunsResponse
+	29, // 34: wayfinder.v1.RunService.GetMedia:output_type -> google.api.HttpBody
+	22, // 35: wayfinder.v1.RunService.SubmitApproval:output_type -> wayfinder.v1.Run
+	28, // 36: wayfinder.v1.RunService.StreamEvents:output_type -> wayfinder.v1.RunEvent
+	14, // 37: wayfinder.v1.RunService.ListWebhookDeliveries:output_type -> wayfinder.v1.ListWebhookDeliveriesResponse
+	16, // 38: wayfinder.v1.RunService.RedeliverWebhook:output_type -> wayfinder.v1.WebhookDelivery
+	18, // 39: wayfinder.v1.RunService.RunAndWait:output_type -> wayfinder.v1.RunAndWaitResponse
+	27, // [27:40] is the sub-list for method output_type
+	14, // [14:27] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_wayfinder_v1_run_service_proto_init() }
@@ -1336,7 +1362,7 @@ func file_wayfinder_v1_run_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfinder_v1_run_service_proto_rawDesc), len(file_wayfinder_v1_run_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
