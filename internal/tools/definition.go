@@ -46,8 +46,11 @@ type Definition struct {
 	// OutputSchema is the JSON Schema the webhook's answer must match;
 	// optional (empty or null: any JSON is accepted).
 	OutputSchema json.RawMessage
-	// Webhook receives the arguments.
+	// Webhook receives the arguments, unless MCP is set.
 	Webhook Webhook
+	// MCP, when set, implements the tool instead of Webhook: a tool of an
+	// MCP server.
+	MCP *MCPTool
 }
 
 // Webhook is the caller's endpoint that implements a tool: it receives the
@@ -67,7 +70,8 @@ type Webhook struct {
 type Problem struct {
 	// Field is the definition's field, named as in the API: "name",
 	// "description", "input_schema", "output_schema", "webhook.url",
-	// "webhook.headers", "webhook.timeout".
+	// "webhook.headers", "webhook.timeout", "mcp.server_url",
+	// "mcp.tool_name".
 	Field string
 	// Message says what is wrong, without header values.
 	Message string
@@ -118,6 +122,9 @@ func Validate(d Definition, reserved func(name string) bool) []Problem {
 		}
 	}
 
+	if d.MCP != nil {
+		return append(ps, checkMCP(d.MCP)...)
+	}
 	if msg := checkURL(d.Webhook.URL); msg != "" {
 		add("webhook.url", "%s", msg)
 	}

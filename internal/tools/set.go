@@ -49,16 +49,23 @@ type Options struct {
 	// UserAgent of webhook calls; default DefaultUserAgent. A definition's
 	// own User-Agent header wins.
 	UserAgent string
+	// MCPAuth returns the bearer token to send to an MCP server, "" for
+	// none; asked once per server, when the set first calls one of its
+	// tools. Nil sends none.
+	MCPAuth func(ctx context.Context, serverURL string) (string, error)
 }
 
 // Set is the custom tools of one run, with their schemas compiled. It is
-// safe for concurrent use.
+// safe for concurrent use. A set with MCP tools holds a session per server
+// once one of its tools is called: Close it when the run ends.
 type Set struct {
 	tools     []*tool // in definition order
 	byName    map[string]*tool
 	client    *http.Client
 	maxBytes  int64
 	userAgent string
+	mcpAuth   func(ctx context.Context, serverURL string) (string, error)
+	mcp       mcpServers
 }
 
 // tool is one compiled definition.
@@ -78,6 +85,7 @@ func NewSet(defs []Definition, opts Options) (*Set, error) {
 		byName:    make(map[string]*tool, len(defs)),
 		maxBytes:  opts.MaxResponseBytes,
 		userAgent: opts.UserAgent,
+		mcpAuth:   opts.MCPAuth,
 	}
 	if s.maxBytes <= 0 {
 		s.maxBytes = DefaultMaxResponseBytes
@@ -128,13 +136,17 @@ func compile(d Definition) (*tool, error) {
 			return nil, fmt.Errorf("output_schema: %w", err)
 		}
 	}
-	u, err := url.Parse(d.Webhook.URL)
+	raw := d.Webhook.URL
+	if d.MCP != nil {
+		raw, t.timeout = d.MCP.ServerURL, DefaultTimeout
+	}
+	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("webhook.url: %w", err)
+		return nil, fmt.Errorf("url: %w", err)
 	}
 	t.host = u.Hostname()
 	// The URL's path or query may hold a token too.
-	parts := []string{d.Webhook.URL, u.RawQuery}
+	parts := []string{raw, u.RawQuery}
 	for _, v := range d.Webhook.Headers {
 		parts = append(parts, v)
 		parts = append(parts, strings.FieldsFunc(v, func(r rune) bool {
@@ -173,7 +185,7 @@ func (s *Set) Has(name string) bool {
 }
 
 // Call runs the named tool with args (a JSON object; empty means {}) and
-// returns the webhook's JSON answer. Failures are *Error; when ctx ends
+// returns the webhook's (or MCP tool's) JSON answer. Failures are *Error; when ctx ends
 // first, Call returns ctx's error instead.
 func (s *Set) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	if err := ctx.Err(); err != nil {
@@ -186,6 +198,9 @@ func (s *Set) Call(ctx context.Context, name string, args json.RawMessage) (json
 	body, err := t.checkArguments(args)
 	if err != nil {
 		return nil, err
+	}
+	if t.def.MCP != nil {
+		return s.callMCP(ctx, t, body)
 	}
 	return s.post(ctx, t, body)
 }
