@@ -400,7 +400,8 @@ type LiveInput struct {
 }
 
 // AppendLiveInputs stores input events for takeover takeoverID of run
-// runID, in order, and wakes the run's worker. The takeover must be ACTIVE
+// runID, in order, and wakes the run's worker. Appends to one takeover
+// commit one after another, in the order of their sequence numbers. The takeover must be ACTIVE
 // and not handed back, else ErrTakeoverNotActive.
 func (s *Store) AppendLiveInputs(ctx context.Context, runID, takeoverID string, in []*wfv1.LiveInput) error {
 	if _, err := uuid.Parse(takeoverID); err != nil {
@@ -415,9 +416,13 @@ func (s *Store) AppendLiveInputs(ctx context.Context, runID, takeoverID string, 
 		raw[i] = b
 	}
 	return s.InTx(ctx, func(tx pgx.Tx) error {
+		// FOR UPDATE serializes the run's appends: sequence numbers are
+		// drawn at insert, so two appends at once could commit out of
+		// their order, and the worker, which applies input by sequence,
+		// would skip the rows that commit late.
 		var active bool
 		err := tx.QueryRow(ctx, `
-			SELECT state = 'active' AND handback_at IS NULL FROM takeovers WHERE id = $1 AND run_id = $2 FOR SHARE`,
+			SELECT state = 'active' AND handback_at IS NULL FROM takeovers WHERE id = $1 AND run_id = $2 FOR UPDATE`,
 			takeoverID, runID).Scan(&active)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && !active) {
 			return fmt.Errorf("takeover %s: %w", takeoverID, ErrTakeoverNotActive)

@@ -385,3 +385,48 @@ func drain(ch <-chan struct{}) {
 	default:
 	}
 }
+
+// Two appends at once commit in the order of their sequence numbers: the
+// second draws its numbers only once the first has committed, so a reader
+// that has seen the second's rows never misses the first's.
+func TestLiveInputsCommitOrder(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := t.Context()
+	run := liveRun(t, s)
+	tk, err := s.RequestTakeover(ctx, run.Id, "local")
+	require.NoError(t, err)
+	_, _, err = s.UpdateTakeover(ctx, run.Id, &wfv1.Takeover{Id: tk.Id, State: wfv1.TakeoverState_TAKEOVER_STATE_ACTIVE})
+	require.NoError(t, err)
+
+	// Hold the appends at their INSERT.
+	hold, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = hold.Rollback(context.Background()) }()
+	_, err = hold.Exec(ctx, `LOCK TABLE live_inputs IN SHARE MODE`)
+	require.NoError(t, err)
+
+	waiting := func(query string) int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `
+			SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, query).Scan(&n))
+		return n
+	}
+	text := func(s string) []*wfv1.LiveInput { return []*wfv1.LiveInput{{Event: &wfv1.LiveInput_Text{Text: s}}} }
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { first <- s.AppendLiveInputs(ctx, run.Id, tk.Id, text("first")) }()
+	require.Eventually(t, func() bool { return waiting("INSERT INTO live_inputs") == 1 }, 30*time.Second, 5*time.Millisecond)
+	go func() { second <- s.AppendLiveInputs(ctx, run.Id, tk.Id, text("second")) }()
+	require.Eventually(t, func() bool { return waiting("FROM takeovers WHERE id") == 1 }, 30*time.Second, 5*time.Millisecond,
+		"the second append waits for the first at the takeover")
+	require.Equal(t, 1, waiting("INSERT INTO live_inputs"), "only the first append reached its INSERT")
+
+	require.NoError(t, hold.Rollback(ctx))
+	require.NoError(t, <-first)
+	require.NoError(t, <-second)
+	stored, err := s.LiveInputs(ctx, run.Id, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, stored, 2)
+	require.Equal(t, []string{"first", "second"}, []string{stored[0].Input.GetText(), stored[1].Input.GetText()})
+}
