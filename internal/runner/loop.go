@@ -1347,6 +1347,9 @@ func (rc *recorder) Complete(ctx context.Context, req *llm.Request) (*llm.Respon
 	// value the model wrote anyway is recorded as its placeholder.
 	req = ru.redact.Request(req)
 	pr := PromptRun{Step: ru.step, Role: rc.role, Provider: rc.m.Provider(), Model: rc.m.Name(), Request: req, Start: time.Now()}
+	if pr.PromptRef = ru.p.ControllerPromptRef; rc.role == RoleJudge {
+		pr.PromptRef = ru.p.JudgePromptRef
+	}
 	resp, err := rc.m.Complete(ctx, req)
 	if err == nil && resp == nil {
 		err = &llm.Error{Class: llm.ErrRefused, Provider: rc.m.Provider(), Message: "empty answer"}

@@ -65,6 +65,10 @@ type Params struct {
 	// ControllerPrompt replaces the default system prompt (a text/template
 	// with the fields of PromptData). Default: DefaultControllerPrompt.
 	ControllerPrompt string
+	// ControllerPromptRef is the prompt library version ("name@version")
+	// ControllerPrompt came from, recorded on every controller call;
+	// "" for none.
+	ControllerPromptRef string
 	// JudgeStrategy picks the judge. Default JudgeHybrid.
 	JudgeStrategy JudgeStrategy
 	// JudgeModel is the LLM judge's model; nil leaves only the heuristic
@@ -72,6 +76,9 @@ type Params struct {
 	JudgeModel llm.Model
 	// JudgePrompt replaces the judge's default prompt.
 	JudgePrompt string
+	// JudgePromptRef is the prompt library version JudgePrompt came from,
+	// recorded on every judge call; "" for none.
+	JudgePromptRef string
 	// Judge, when set, is used instead of the judge the fields above
 	// describe (tests, embedders).
 	Judge judge.Judge
@@ -295,6 +302,9 @@ type PromptRun struct {
 	End      time.Time
 	// Err is the failure, "" on success.
 	Err string
+	// PromptRef is the prompt library version ("name@version") of the
+	// call's system prompt; "" for the default prompt or inline text.
+	PromptRef string
 }
 
 // EventKind names an Event.

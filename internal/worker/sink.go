@@ -196,6 +196,7 @@ func (s *sink) PromptRun(ctx context.Context, pr runner.PromptRun) error {
 	rec := store.PromptRun{
 		RunID: s.runID, Step: int32(pr.Step), Role: string(pr.Role), Provider: pr.Provider, Model: pr.Model,
 		Request: s.redact.Bytes(request), Usage: usageProto(pr.Usage, pr.CostUSD, 1), Start: pr.Start, End: pr.End, Error: pr.Err,
+		PromptRef: pr.PromptRef,
 	}
 	if pr.Response != nil {
 		if rec.Response, err = json.Marshal(pr.Response); err != nil {
