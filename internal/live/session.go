@@ -192,12 +192,14 @@ func (s *Session) Pause(ctx context.Context) (runner.HumanTurn, bool, error) {
 // Idle marks the runner idle (an approval wait): a REQUESTED takeover, or
 // one requested until resume, becomes ACTIVE at once. resume waits until
 // no takeover is ACTIVE (or ctx ends) and takes the page back; a turn that
-// ended meanwhile is kept for the next Pause. resume must be called once;
-// later calls return at once.
+// ended meanwhile is kept for the next Pause. While such a finished turn
+// waits for Pause, another request stays REQUESTED: it becomes ACTIVE at
+// the Pause after the one that takes the finished turn. resume must be
+// called once; later calls return at once.
 func (s *Session) Idle() (resume func(ctx context.Context) error) {
 	s.mu.Lock()
 	s.idle++
-	if s.open != nil && s.open.State == wfv1.TakeoverState_TAKEOVER_STATE_REQUESTED && !s.closed {
+	if s.open != nil && s.open.State == wfv1.TakeoverState_TAKEOVER_STATE_REQUESTED && !s.closed && s.canActivateLocked() {
 		s.activateLocked()
 	}
 	s.mu.Unlock()
@@ -268,7 +270,7 @@ func (s *Session) Request(t *wfv1.Takeover) error {
 	}
 	o.StartTime, o.EndTime, o.EndReason, o.Note = nil, nil, "", ""
 	s.open = o
-	if s.idle > 0 {
+	if s.canActivateLocked() {
 		s.activateLocked()
 	}
 	s.notifyLocked()
@@ -344,6 +346,14 @@ func (s *Session) Close() {
 	if casting {
 		<-s.castDone
 	}
+}
+
+// canActivateLocked reports whether a REQUESTED takeover may become ACTIVE
+// now, without waiting for the runner's next Pause: the runner is idle and
+// holds no finished turn it has not taken yet (a second turn would have
+// nowhere to go: the runner records one turn per Pause). s.mu is held.
+func (s *Session) canActivateLocked() bool {
+	return s.idle > 0 && s.finished == nil
 }
 
 // activateLocked makes the REQUESTED takeover ACTIVE. s.mu is held.

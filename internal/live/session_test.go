@@ -208,6 +208,34 @@ func TestSessionRequestDuringIdle(t *testing.T) {
 	require.Equal(t, wfv1.TakeoverState_TAKEOVER_STATE_ACTIVE, state(s), "still the person's")
 }
 
+// A second takeover during one approval wait, after a first ended there,
+// waits for the runner to take the first's turn: neither turn is lost.
+func TestSessionSecondTakeoverDuringIdle(t *testing.T) {
+	t.Parallel()
+	s, c := newTestSession(t, SessionConfig{})
+	resume := s.Idle()
+	require.NoError(t, s.Request(takeover("t1")))
+	require.NoError(t, s.HandBack("t1", "first"))
+	require.NoError(t, s.Request(takeover("t2")))
+	require.Equal(t, wfv1.TakeoverState_TAKEOVER_STATE_REQUESTED, state(s), "the first turn is not taken yet")
+	require.NoError(t, resume(context.Background()))
+
+	turn, ok, err := s.Pause(context.Background())
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "t1", turn.TakeoverID)
+	require.Equal(t, "first", turn.Note)
+	require.Equal(t, wfv1.TakeoverState_TAKEOVER_STATE_REQUESTED, state(s))
+
+	done := pauseAsync(context.Background(), s)
+	c.waitFor("ACTIVE t1", "ENDED t1 handed_back", "ACTIVE t2")
+	require.NoError(t, s.HandBack("t2", "second"))
+	res := receive(t, done)
+	require.True(t, res.ok)
+	require.Equal(t, "t2", res.turn.TakeoverID)
+	require.Equal(t, "second", res.turn.Note)
+}
+
 func TestSessionInputRejected(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestSession(t, SessionConfig{})
