@@ -71,6 +71,7 @@ type Relay struct {
 	// Owned by the loop (and by Close once the loop has stopped).
 	given      map[string]bool // takeovers handed to the Session
 	handedBack map[string]bool // hand-backs passed to the Session
+	activated  map[string]bool // takeovers stored ACTIVE
 	inputSeq   int64
 }
 
@@ -89,6 +90,7 @@ func StartRelay(ctx context.Context, cfg RelayConfig) (*Relay, error) {
 		done:       make(chan struct{}),
 		given:      make(map[string]bool),
 		handedBack: make(map[string]bool),
+		activated:  make(map[string]bool),
 	}
 	if err := r.endOpen(ctx); err != nil {
 		return nil, err
@@ -217,10 +219,15 @@ func (r *Relay) flush(ctx context.Context) {
 		r.mu.Lock()
 		r.changes = r.changes[1:]
 		r.mu.Unlock()
+		if err == nil && changed && t.State == wfv1.TakeoverState_TAKEOVER_STATE_ACTIVE {
+			r.activated[t.Id] = true
+		}
 		if err == nil && !changed && t.State == wfv1.TakeoverState_TAKEOVER_STATE_ACTIVE &&
 			stored.State == wfv1.TakeoverState_TAKEOVER_STATE_ENDED {
-			// Withdrawn before the Session made it active: end it there too.
-			r.handBack(t.Id, "")
+			// Withdrawn before the Session made it active: end it there too,
+			// as withdrawn (no person's turn for the runner to record).
+			r.handedBack[t.Id] = true
+			r.sess.withdraw(t.Id)
 		}
 	}
 }
@@ -237,8 +244,14 @@ func (r *Relay) reconcile(ctx context.Context) {
 	}
 	cur := r.sess.Takeover()
 	if cur != nil && (open == nil || open.Id != cur.Id) {
-		// Ended in the database (withdrawn) while the Session holds it.
-		r.handBack(cur.Id, "")
+		// Ended in the database while the Session holds it: withdrawn when
+		// it never was ACTIVE there (the person never had the browser).
+		if r.activated[cur.Id] {
+			r.handBack(cur.Id, "")
+		} else {
+			r.handedBack[cur.Id] = true
+			r.sess.withdraw(cur.Id)
+		}
 		cur = nil
 	}
 	if open == nil {

@@ -129,7 +129,8 @@ func TestRelayWithdrawn(t *testing.T) {
 
 // A takeover that became ACTIVE in the Session (the runner paused) after
 // the API withdrew it: the conditional activation matches nothing, and the
-// relay ends it in the Session, which returns an empty turn.
+// relay ends it in the Session as withdrawn: Pause returns no turn (no
+// empty human step for the model).
 func TestRelayActivationAfterWithdrawal(t *testing.T) {
 	t.Parallel()
 	b := newRelayBundle(t)
@@ -146,10 +147,14 @@ func TestRelayActivationAfterWithdrawal(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tx.Exec(t.Context(), `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, b.run.Id)
 	require.NoError(t, err)
-	turns := make(chan runner.HumanTurn, 1)
+	type paused struct {
+		turn runner.HumanTurn
+		ok   bool
+	}
+	turns := make(chan paused, 1)
 	go func() {
-		turn, _, _ := sess.Pause(context.Background())
-		turns <- turn
+		turn, ok, _ := sess.Pause(context.Background())
+		turns <- paused{turn, ok}
 	}()
 	waitUntil(t, "the session activates", func() bool {
 		return sess.Takeover().GetState() == wfv1.TakeoverState_TAKEOVER_STATE_ACTIVE
@@ -159,9 +164,8 @@ func TestRelayActivationAfterWithdrawal(t *testing.T) {
 	require.NoError(t, tx.Commit(t.Context()))
 
 	select {
-	case turn := <-turns:
-		require.Equal(t, tk.Id, turn.TakeoverID)
-		require.Empty(t, turn.Actions)
+	case p := <-turns:
+		require.False(t, p.ok, "a withdrawn takeover is no turn: %+v", p.turn)
 	case <-time.After(waitLimit):
 		t.Fatal("the paused runner was never released")
 	}

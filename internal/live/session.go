@@ -302,6 +302,24 @@ func (s *Session) HandBack(takeoverID, note string) error {
 	return nil
 }
 
+// withdraw ends takeover id as "withdrawn": the API withdrew it before it
+// became ACTIVE in the database, so nobody could act on it, even when the
+// Session made it ACTIVE meanwhile. A waiting Pause returns ok=false.
+func (s *Session) withdraw(id string) {
+	s.mu.Lock()
+	if s.open == nil || s.open.Id != id {
+		s.mu.Unlock()
+		return
+	}
+	if s.turn != nil {
+		s.turn.timer.Stop()
+		s.turn = nil // no turn to return: the person never had the browser
+	}
+	s.endLocked(reasonWithdrawn, "")
+	s.mu.Unlock()
+	s.flush()
+}
+
 // Takeover returns a copy of the open (REQUESTED or ACTIVE) takeover, nil
 // when none.
 func (s *Session) Takeover() *wfv1.Takeover {
