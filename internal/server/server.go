@@ -355,6 +355,7 @@ func startAPI(ctx context.Context, cfg config.Config, d apiDeps, errc chan<- err
 	wfv1.RegisterCredentialServiceServer(grpcSrv, api.NewCredentialService(d.store, d.keyring, d.logger))
 	wfv1.RegisterSiteProfileServiceServer(grpcSrv, api.NewSiteProfileService(d.store, d.siteProfiles))
 	wfv1.RegisterLiveServiceServer(grpcSrv, d.liveService())
+	wfv1.RegisterPromptServiceServer(grpcSrv, api.NewPromptService(d.store, d.logger))
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
 	reflection.Register(grpcSrv)
