@@ -92,6 +92,9 @@ func (s *RunService) create(ctx context.Context, params *wfv1.RunParams, request
 	if err := checkCredentials(ctx, s.cfg.Store, params); err != nil {
 		return nil, false, err
 	}
+	if err := checkCatalogTools(ctx, s.cfg.Store, params); err != nil {
+		return nil, false, err
+	}
 	if err := checkPrompts(ctx, s.cfg.Store, params); err != nil {
 		return nil, false, err
 	}

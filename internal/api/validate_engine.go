@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -121,22 +122,31 @@ func validateTools(v *fault.Violations, defs []*wfv1.ToolDefinition) {
 	seen := map[string]bool{}
 	for i, t := range defs {
 		field := fmt.Sprintf("params.tools[%d]", i)
-		switch t.Implementation.(type) {
+		// The name the model will see: a catalog reference or an MCP tool
+		// without a name of its own keeps the one it refers to.
+		name := t.Name
+		switch impl := t.Implementation.(type) {
 		case *wfv1.ToolDefinition_Webhook:
+		case *wfv1.ToolDefinition_CatalogRef:
+			name = cmp.Or(name, impl.CatalogRef)
+		case *wfv1.ToolDefinition_Mcp:
+			name = cmp.Or(name, impl.Mcp.GetToolName())
+		default:
+			v.Add(field+".webhook", "a tool needs an implementation (webhook, catalog_ref or mcp)")
+			continue
+		}
+		if name != "" && seen[name] {
+			v.Add(field+".name", "duplicate tool name %q", name)
+		}
+		seen[name] = true
+		switch t.Implementation.(type) {
 		case *wfv1.ToolDefinition_CatalogRef:
 			validateCatalogTool(v, field, t)
 			continue
 		case *wfv1.ToolDefinition_Mcp:
 			validateMcpTool(v, field, t)
 			continue
-		default:
-			v.Add(field+".webhook", "a tool needs an implementation (webhook)")
-			continue
 		}
-		if seen[t.Name] {
-			v.Add(field+".name", "duplicate tool name %q", t.Name)
-		}
-		seen[t.Name] = true
 		d, err := worker.ToolDefinitions([]*wfv1.ToolDefinition{t})
 		if err != nil {
 			v.Add(field, "%v", err)

@@ -135,8 +135,8 @@ func TestValidateParamsErrors(t *testing.T) {
 		{name: "judge strategy", params: validParams(func(p *wfv1.RunParams) { p.Judge = &wfv1.JudgeSettings{Strategy: 99} }), kind: fault.ErrInvalidArgument, field: "params.judge.strategy", only: true},
 		{name: "tool without implementation", params: validParams(func(p *wfv1.RunParams) { p.Tools = []*wfv1.ToolDefinition{{Name: "t"}} }), kind: fault.ErrInvalidArgument, field: "params.tools[0].webhook", only: true},
 		{name: "tool from the catalog", params: validParams(func(p *wfv1.RunParams) {
-			p.Tools = []*wfv1.ToolDefinition{{Name: "t", Implementation: &wfv1.ToolDefinition_CatalogRef{CatalogRef: "t"}}}
-		}), kind: fault.ErrUnimplemented, field: "params.tools[0].catalog_ref", only: true},
+			p.Tools = []*wfv1.ToolDefinition{{Name: "t", Implementation: &wfv1.ToolDefinition_CatalogRef{CatalogRef: "not a name"}}}
+		}), kind: fault.ErrInvalidArgument, field: "params.tools[0].catalog_ref", only: true},
 		{name: "prompt runner url", params: validParams(func(p *wfv1.RunParams) { p.PromptRunner = &wfv1.PromptRunner{Url: "hook"} }), kind: fault.ErrInvalidArgument, field: "params.prompt_runner.url", only: true},
 		{name: "actions per turn", params: validParams(func(p *wfv1.RunParams) { p.ActionsPerTurn = 9 }), kind: fault.ErrInvalidArgument, field: "params.actions_per_turn", only: true},
 		{name: "max tokens", params: validParams(func(p *wfv1.RunParams) { p.MaxTokens = -1 }), kind: fault.ErrInvalidArgument, field: "params.max_tokens", only: true},
@@ -199,12 +199,11 @@ func TestValidateParamsSeveralUnimplemented(t *testing.T) {
 	p := validParams(func(p *wfv1.RunParams) {
 		p.Headless = proto.Bool(false)
 		p.Controller = &wfv1.ModelSettings{Prompt: &wfv1.ModelSettings_PromptRef{PromptRef: "x"}}
-		p.Tools = []*wfv1.ToolDefinition{{Name: "t", Implementation: &wfv1.ToolDefinition_Mcp{Mcp: &wfv1.McpTool{}}}}
 	})
 	_, err := validateParams(p, testMaxRunTimeout)
 	require.ErrorIs(t, err, fault.ErrUnimplemented)
 	require.ElementsMatch(t, []string{
-		"params.headless", "params.controller.prompt_ref", "params.tools[0].mcp",
+		"params.headless", "params.controller.prompt_ref",
 	}, violationFields(t, err))
 }
 

@@ -200,6 +200,7 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		}
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR, Error: runError(re)})
 	}
+	defer params.Tools.Close() // the run's MCP sessions
 
 	// The run's log is redacted once its secrets are known (below).
 	var redactor atomic.Pointer[runner.Redactor]
@@ -434,7 +435,7 @@ func (w *Worker) runnerParams(run *wfv1.Run, models *Models) (runner.Params, *gu
 	if len(p.GetTools()) > 0 {
 		defs, err := ToolDefinitions(p.GetTools())
 		if err == nil {
-			rp.Tools, err = tools.NewSet(defs, tools.Options{Client: w.cfg.Egress})
+			rp.Tools, err = tools.NewSet(defs, tools.Options{Client: w.cfg.Egress, MCPAuth: w.mcpAuth(run)})
 		}
 		if err != nil {
 			return rp, nil, &runner.Error{Category: runner.CategoryToolExecution, Message: err.Error()}
@@ -446,12 +447,19 @@ func (w *Worker) runnerParams(run *wfv1.Run, models *Models) (runner.Params, *gu
 	return rp, policy, nil
 }
 
-// ToolDefinitions converts a run's custom tools (webhook tools) into the
-// tools package's definitions.
+// ToolDefinitions converts a run's custom tools (webhook and MCP tools;
+// catalog references are resolved before) into the tools package's
+// definitions. An MCP tool without a name is named as on its server.
 func ToolDefinitions(in []*wfv1.ToolDefinition) ([]tools.Definition, error) {
 	out := make([]tools.Definition, 0, len(in))
 	for _, t := range in {
 		d := tools.Definition{Name: t.GetName(), Description: t.GetDescription()}
+		if m := t.GetMcp(); m != nil {
+			d.MCP = &tools.MCPTool{ServerURL: m.GetServerUrl(), ToolName: m.GetToolName()}
+			if d.Name == "" {
+				d.Name = m.GetToolName()
+			}
+		}
 		var err error
 		if d.InputSchema, err = structJSON(t.GetInputSchema()); err != nil {
 			return nil, fmt.Errorf("tool %s: input schema: %w", t.GetName(), err)
