@@ -164,11 +164,15 @@ func (r *Relay) onChange(t *wfv1.Takeover) {
 
 func (r *Relay) loop(ctx context.Context) {
 	defer close(r.done)
-	var wake <-chan struct{}
+	// Control changes (takeovers, the session) and input wake the relay;
+	// frames, its own among them, do not.
+	var wake, inputWake <-chan struct{}
 	if r.cfg.Hub != nil {
 		w, unsubscribe := r.cfg.Hub.Subscribe(store.LiveKey(r.cfg.RunID))
 		defer unsubscribe()
-		wake = w
+		iw, unsubscribeInput := r.cfg.Hub.Subscribe(store.LiveInputKey(r.cfg.RunID))
+		defer unsubscribeInput()
+		wake, inputWake = w, iw
 	}
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
@@ -186,6 +190,11 @@ func (r *Relay) loop(ctx context.Context) {
 			return
 		case <-wake:
 			refresh()
+		case <-inputWake:
+			r.flush(ctx)
+			if cur := r.sess.Takeover(); cur != nil && cur.State == wfv1.TakeoverState_TAKEOVER_STATE_ACTIVE {
+				r.applyInput(ctx, cur.Id)
+			}
 		case <-tick.C:
 			refresh()
 		case <-r.kick:

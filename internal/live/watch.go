@@ -47,7 +47,9 @@ type WatchConfig struct {
 //
 // Frames come from the Session when this process holds the run (the
 // Registry), else from the database: the viewer keeps the session watched
-// so that the worker copies frames there, and reads the newest when woken.
+// so that the worker copies frames there, and reads the newest when woken
+// for a frame (store.LiveFrameKey). Every viewer re-reads the session and
+// the takeover only on control changes (store.LiveKey) and once a second.
 //
 // Watch returns nil when the run's live session ends (the run finished or
 // left its worker), ctx.Err() when ctx ends, the error of send, and an
@@ -67,7 +69,9 @@ func Watch(ctx context.Context, cfg WatchConfig, send func(*wfv1.LiveFrame) erro
 		return err
 	}
 	w := &watcher{cfg: cfg, send: send, gap: time.Second / time.Duration(fps), started: ls.StartedAt}
-	var wake <-chan struct{}
+	// Control changes (the session, takeovers) wake every viewer; stored
+	// frames wake only remote ones, which read them; input wakes none.
+	var wake, frameWake <-chan struct{}
 	if cfg.Hub != nil {
 		ch, unsubscribe := cfg.Hub.Subscribe(store.LiveKey(cfg.RunID))
 		defer unsubscribe()
@@ -84,6 +88,11 @@ func Watch(ctx context.Context, cfg WatchConfig, send func(*wfv1.LiveFrame) erro
 		frames = ch
 	} else {
 		w.remote = true
+		if cfg.Hub != nil {
+			ch, unsubscribe := cfg.Hub.Subscribe(store.LiveFrameKey(cfg.RunID))
+			defer unsubscribe()
+			frameWake = ch
+		}
 	}
 	if ended, err := w.refresh(ctx); ended || err != nil {
 		return err
@@ -96,6 +105,8 @@ func Watch(ctx context.Context, cfg WatchConfig, send func(*wfv1.LiveFrame) erro
 			return ctx.Err()
 		case <-wake:
 			ended, err = w.refresh(ctx)
+		case <-frameWake:
+			err = w.next(ctx)
 		case <-tick.C:
 			ended, err = w.refresh(ctx)
 		case f, ok := <-frames:

@@ -47,14 +47,29 @@ const (
 )
 
 // LiveKey is the NOTIFY payload (and events.Hub key) that announces a
-// change of run runID's live view: a takeover, input, a frame, the session.
+// change of control of run runID's live view: its session (registered,
+// watched, ended) or a takeover. Input and frames, which come many a
+// second, have keys of their own, so that a follower wakes only for what
+// it reads.
 func LiveKey(runID string) string { return "live:" + runID }
+
+// LiveInputKey is the NOTIFY payload (and events.Hub key) that announces
+// new input of run runID's takeover (AppendLiveInputs), for its worker.
+func LiveInputKey(runID string) string { return "live-input:" + runID }
+
+// LiveFrameKey is the NOTIFY payload (and events.Hub key) that announces a
+// new frame of run runID (PutLiveFrame), for viewers on other replicas.
+func LiveFrameKey(runID string) string { return "live-frame:" + runID }
 
 // liveRunStatuses are the stored statuses of runs that can have a live view.
 var liveRunStatuses = []string{"running", "awaiting_approval"}
 
 func notifyLive(ctx context.Context, tx pgx.Tx, runID string) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, LiveKey(runID)); err != nil {
+	return notifyKey(ctx, tx, LiveKey(runID))
+}
+
+func notifyKey(ctx context.Context, tx pgx.Tx, key string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, key); err != nil {
 		return fmt.Errorf("notify live view: %w", err)
 	}
 	return nil
@@ -165,7 +180,7 @@ func (s *Store) WatchLive(ctx context.Context, runID string, d time.Duration) er
 }
 
 // PutLiveFrame stores f as run runID's newest frame (replacing the one
-// before) and wakes the run's viewers.
+// before) and wakes the run's viewers (LiveFrameKey).
 func (s *Store) PutLiveFrame(ctx context.Context, runID string, f *wfv1.LiveFrame) error {
 	return s.InTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
@@ -176,7 +191,7 @@ func (s *Store) PutLiveFrame(ctx context.Context, runID string, f *wfv1.LiveFram
 			runID, f.GetSequence(), f.GetTime().AsTime(), f.GetWidth(), f.GetHeight(), f.GetUrl(), f.GetData()); err != nil {
 			return fmt.Errorf("store live frame of run %s: %w", runID, err)
 		}
-		return notifyLive(ctx, tx, runID)
+		return notifyKey(ctx, tx, LiveFrameKey(runID))
 	})
 }
 
@@ -400,7 +415,7 @@ type LiveInput struct {
 }
 
 // AppendLiveInputs stores input events for takeover takeoverID of run
-// runID, in order, and wakes the run's worker. Appends to one takeover
+// runID, in order, and wakes the run's worker (LiveInputKey). Appends to one takeover
 // commit one after another, in the order of their sequence numbers. The takeover must be ACTIVE
 // and not handed back, else ErrTakeoverNotActive.
 func (s *Store) AppendLiveInputs(ctx context.Context, runID, takeoverID string, in []*wfv1.LiveInput) error {
@@ -437,7 +452,7 @@ func (s *Store) AppendLiveInputs(ctx context.Context, runID, takeoverID string, 
 			runID, takeoverID, raw); err != nil {
 			return fmt.Errorf("store live input of run %s: %w", runID, err)
 		}
-		return notifyLive(ctx, tx, runID)
+		return notifyKey(ctx, tx, LiveInputKey(runID))
 	})
 }
 

@@ -310,6 +310,9 @@ func TestTakeoverUnavailable(t *testing.T) {
 }
 
 // Every write a reader waits for wakes the hub key "live:<run>".
+// Each write wakes the followers of its key only: control changes wake
+// LiveKey, input LiveInputKey (the worker), frames LiveFrameKey (remote
+// viewers), so that frames and mouse moves do not wake every follower.
 func TestLiveNotifications(t *testing.T) {
 	t.Parallel()
 	s, pool := newStore(t)
@@ -317,46 +320,67 @@ func TestLiveNotifications(t *testing.T) {
 	run := createRun(t, s, &fakeQueue{jobID: 1}, nil)
 	startRun(t, s, run.Id)
 	hub := startHub(t, pool)
-	wake, unsubscribe := hub.Subscribe(store.LiveKey(run.Id))
-	defer unsubscribe()
+	keys := map[string]string{"control": store.LiveKey(run.Id), "input": store.LiveInputKey(run.Id), "frame": store.LiveFrameKey(run.Id)}
+	require.Len(t, map[string]bool{keys["control"]: true, keys["input"]: true, keys["frame"]: true}, 3, "distinct keys")
+	wakes := map[string]<-chan struct{}{}
+	for name, key := range keys {
+		ch, unsubscribe := hub.Subscribe(key)
+		defer unsubscribe()
+		wakes[name] = ch
+	}
 	sentinel, unsubscribeSentinel := hub.Subscribe("sentinel")
 	defer unsubscribeSentinel()
 	waitFor(t, sentinel, "the hub's first wake-up after LISTEN")
 	// Notifications are handled in order after the wake-up of every
-	// subscriber that follows LISTEN: once this one arrives, that is done.
-	_, err := pool.Exec(ctx, `SELECT pg_notify($1, 'sentinel')`, store.NotifyChannel)
-	require.NoError(t, err)
-	waitFor(t, sentinel, "sentinel")
-	drain(wake)
+	// subscriber that follows LISTEN: once a sentinel sent after a write
+	// arrives, the write's wake-ups have been handed out.
+	settle := func() {
+		_, err := pool.Exec(ctx, `SELECT pg_notify($1, 'sentinel')`, store.NotifyChannel)
+		require.NoError(t, err)
+		waitFor(t, sentinel, "sentinel")
+	}
+	settle()
+	for _, ch := range wakes {
+		drain(ch)
+	}
 
 	var tk *wfv1.Takeover
 	steps := []struct {
 		name  string
+		wakes string
 		write func() error
 	}{
-		{"register", func() error { return s.RegisterLiveSession(ctx, run.Id, "host:1") }},
-		{"watch", func() error { return s.WatchLive(ctx, run.Id, time.Minute) }},
-		{"frame", func() error {
+		{"register", "control", func() error { return s.RegisterLiveSession(ctx, run.Id, "host:1") }},
+		{"watch", "control", func() error { return s.WatchLive(ctx, run.Id, time.Minute) }},
+		{"frame", "frame", func() error {
 			return s.PutLiveFrame(ctx, run.Id, &wfv1.LiveFrame{Sequence: 1, Time: timestamppb.Now(), Data: []byte("j")})
 		}},
-		{"request", func() (err error) { tk, err = s.RequestTakeover(ctx, run.Id, "local"); return err }},
-		{"activate", func() error {
+		{"request", "control", func() (err error) { tk, err = s.RequestTakeover(ctx, run.Id, "local"); return err }},
+		{"activate", "control", func() error {
 			_, _, err := s.UpdateTakeover(ctx, run.Id, &wfv1.Takeover{Id: tk.Id, State: wfv1.TakeoverState_TAKEOVER_STATE_ACTIVE})
 			return err
 		}},
-		{"input", func() error {
+		{"input", "input", func() error {
 			return s.AppendLiveInputs(ctx, run.Id, tk.Id, []*wfv1.LiveInput{{Event: &wfv1.LiveInput_Text{Text: "a"}}})
 		}},
-		{"hand back", func() error { _, err := s.HandBackTakeover(ctx, run.Id, tk.Id, "local", ""); return err }},
-		{"end", func() error {
+		{"hand back", "control", func() error { _, err := s.HandBackTakeover(ctx, run.Id, tk.Id, "local", ""); return err }},
+		{"end", "control", func() error {
 			_, _, err := s.UpdateTakeover(ctx, run.Id, &wfv1.Takeover{Id: tk.Id, State: wfv1.TakeoverState_TAKEOVER_STATE_ENDED, EndReason: store.TakeoverHandedBack})
 			return err
 		}},
-		{"end session", func() error { return s.EndLiveSession(ctx, run.Id) }},
+		{"end session", "control", func() error { return s.EndLiveSession(ctx, run.Id) }},
 	}
 	for _, st := range steps {
 		require.NoError(t, st.write(), st.name)
-		waitFor(t, wake, st.name)
+		settle()
+		for name, ch := range wakes {
+			select {
+			case <-ch:
+				require.Equal(t, st.wakes, name, "%s woke %s", st.name, name)
+			default:
+				require.NotEqual(t, st.wakes, name, "%s did not wake %s", st.name, name)
+			}
+		}
 	}
 }
 
