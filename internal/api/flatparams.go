@@ -204,10 +204,16 @@ var judgeStrategies = map[string]wfv1.JudgeStrategy{
 // FlatParamKeys returns the documented flat parameter keys, sorted.
 func FlatParamKeys() []string { return slices.Sorted(maps.Keys(flatKeys)) }
 
-// withFlatParams returns req with its flat_params merged in (and cleared):
-// each flat value fills the field it names only when that field is unset.
-// Unknown keys and values that do not parse are INVALID_ARGUMENT, one
-// violation per key, named "flat_params.<key>". req is not modified.
+// MergeFlatParams returns req with its flat_params merged in (and
+// cleared): each flat value fills the field it names only when that field
+// is unset. Unknown keys and values that do not parse are
+// INVALID_ARGUMENT, one violation per key, named "flat_params.<key>"; the
+// values are not validated otherwise (CreateRun and RunAndWait do that).
+// req is not modified. The MCP endpoint builds its runs with it.
+func MergeFlatParams(req *wfv1.RunAndWaitRequest) (*wfv1.RunAndWaitRequest, error) {
+	return withFlatParams(req)
+}
+
 func withFlatParams(req *wfv1.RunAndWaitRequest) (*wfv1.RunAndWaitRequest, error) {
 	if len(req.GetFlatParams()) == 0 {
 		return req, nil
