@@ -112,15 +112,20 @@ func (s *Store) RegisterLiveSession(ctx context.Context, runID, worker string) e
 // EndLiveSession removes run runID's live session with its frame and
 // pending input, and wakes its viewers, whose streams end.
 func (s *Store) EndLiveSession(ctx context.Context, runID string) error {
-	return s.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM live_sessions WHERE run_id = $1`, runID); err != nil {
-			return fmt.Errorf("end live session of run %s: %w", runID, err)
-		}
-		if err := deleteLiveData(ctx, tx, runID); err != nil {
-			return err
-		}
-		return notifyLive(ctx, tx, runID)
-	})
+	return s.InTx(ctx, func(tx pgx.Tx) error { return dropLiveView(ctx, tx, runID) })
+}
+
+// dropLiveView removes a finishing run's live session with its frame and
+// pending input (typed text must not rest in the database; a worker that
+// was killed never removed them) and wakes the run's viewers.
+func dropLiveView(ctx context.Context, tx pgx.Tx, runID string) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM live_sessions WHERE run_id = $1`, runID); err != nil {
+		return fmt.Errorf("end live session of run %s: %w", runID, err)
+	}
+	if err := deleteLiveData(ctx, tx, runID); err != nil {
+		return err
+	}
+	return notifyLive(ctx, tx, runID)
 }
 
 func deleteLiveData(ctx context.Context, tx pgx.Tx, runID string) error {

@@ -330,14 +330,27 @@ func TestLiveNotifications(t *testing.T) {
 	}
 	sentinel, unsubscribeSentinel := hub.Subscribe("sentinel")
 	defer unsubscribeSentinel()
-	waitFor(t, sentinel, "the hub's first wake-up after LISTEN")
-	// Notifications are handled in order after the wake-up of every
-	// subscriber that follows LISTEN: once a sentinel sent after a write
-	// arrives, the write's wake-ups have been handed out.
-	settle := func() {
+	// Notifications are handled in order: once a sentinel sent after a
+	// write arrives, the write's wake-ups have been handed out. The hub
+	// listens once a sentinel arrives at all (it may have started
+	// listening before or after the subscriptions).
+	require.Eventually(t, func() bool {
 		_, err := pool.Exec(ctx, `SELECT pg_notify($1, 'sentinel')`, store.NotifyChannel)
 		require.NoError(t, err)
-		waitFor(t, sentinel, "sentinel")
+		select {
+		case <-sentinel:
+			return true
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
+	}, 30*time.Second, time.Millisecond, "the hub listens")
+	settle := func() {
+		key := "sentinel-" + uuid.NewString()
+		ch, unsubscribe := hub.Subscribe(key)
+		defer unsubscribe()
+		_, err := pool.Exec(ctx, `SELECT pg_notify($1, $2)`, store.NotifyChannel, key)
+		require.NoError(t, err)
+		waitFor(t, ch, "sentinel")
 	}
 	settle()
 	for _, ch := range wakes {
@@ -453,4 +466,28 @@ func TestLiveInputsCommitOrder(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, stored, 2)
 	require.Equal(t, []string{"first", "second"}, []string{stored[0].Input.GetText(), stored[1].Input.GetText()})
+}
+
+// A run that finishes loses its live session, frame and pending input,
+// even when no worker removes them (one that was killed): typed text does
+// not rest in the database.
+func TestLiveDataDroppedWhenRunFinishes(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := t.Context()
+	run := liveRun(t, s)
+	tk, err := s.RequestTakeover(ctx, run.Id, "local")
+	require.NoError(t, err)
+	_, _, err = s.UpdateTakeover(ctx, run.Id, &wfv1.Takeover{Id: tk.Id, State: wfv1.TakeoverState_TAKEOVER_STATE_ACTIVE})
+	require.NoError(t, err)
+	require.NoError(t, s.AppendLiveInputs(ctx, run.Id, tk.Id, []*wfv1.LiveInput{{Event: &wfv1.LiveInput_Text{Text: "hunter2"}}}))
+	require.NoError(t, s.PutLiveFrame(ctx, run.Id, &wfv1.LiveFrame{Sequence: 1, Time: timestamppb.Now(), Data: []byte("j")}))
+
+	_, err = s.FinishRun(ctx, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR})
+	require.NoError(t, err)
+	for _, table := range []string{"live_inputs", "live_frames", "live_sessions"} {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE run_id = $1`, run.Id).Scan(&n))
+		require.Zero(t, n, table)
+	}
 }

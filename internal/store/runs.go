@@ -467,6 +467,9 @@ func finishLocked(ctx context.Context, tx pgx.Tx, run *wfv1.Run, o Outcome) (*wf
 	if err != nil {
 		return nil, fmt.Errorf("finish run %s: %w", run.Id, err)
 	}
+	if err := dropLiveView(ctx, tx, run.Id); err != nil {
+		return nil, err
+	}
 	final, err := getRun(ctx, tx, run.Id)
 	if err != nil {
 		return nil, err
