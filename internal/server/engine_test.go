@@ -263,7 +263,7 @@ func TestEngineParamsRejected(t *testing.T) {
 		{"tool from the catalog", func(p *wfv1.RunParams) {
 			p.Tools = []*wfv1.ToolDefinition{{Name: "lookup", InputSchema: schema,
 				Implementation: &wfv1.ToolDefinition_CatalogRef{CatalogRef: "lookup"}}}
-		}, codes.Unimplemented, "params.tools[0].catalog_ref"},
+		}, codes.InvalidArgument, "params.tools[0].input_schema"},
 		{"negative budget", func(p *wfv1.RunParams) { p.MaxCostUsd = -1 }, codes.InvalidArgument, "params.max_cost_usd"},
 		{"confidence above 1", func(p *wfv1.RunParams) { p.MinConfidence = ptr(1.5) }, codes.InvalidArgument, "params.min_confidence"},
 	} {
