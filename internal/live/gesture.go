@@ -211,13 +211,10 @@ func (s *Session) record(tn *turn, f func(r *recorder)) {
 
 // noteURL records a navigation when the page's URL changed.
 func (s *Session) noteURL(ctx context.Context, pg *browser.Page, tn *turn) {
-	cctx, cancel := context.WithTimeout(ctx, cdpCall)
-	url, _, err := pg.Location(cctx)
-	cancel()
+	url, err := s.pageURL(ctx, pg, true)
 	if err != nil {
 		return
 	}
-	url = s.cfg.Redact(url)
 	s.record(tn, func(r *recorder) { r.navigated(url) })
 }
 

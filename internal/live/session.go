@@ -64,6 +64,10 @@ const (
 // URLs), so that a hung page cannot hold input up.
 const cdpCall = 2 * time.Second
 
+// urlRefresh is how long the page's URL read for frames is reused: frames
+// come many a second, and each waits for it before its acknowledgement.
+const urlRefresh = 500 * time.Millisecond
+
 // Session is the live view and takeover of one running run, in the worker
 // that runs it: it streams the run's page to subscribers, takes the
 // browser from the runner for a person (runner.Takeover) and passes their
@@ -93,6 +97,16 @@ type Session struct {
 	// set while one goroutine delivers them.
 	queue    []*wfv1.Takeover
 	flushing bool
+
+	// location reads a page's URL (Page.Location; replaced by tests);
+	// urlTTL is how long frame() reuses what it read. url* are the cache,
+	// under urlMu.
+	location func(ctx context.Context, pg *browser.Page) (string, error)
+	urlTTL   time.Duration
+	urlMu    sync.Mutex
+	urlPage  *browser.Page
+	url      string
+	urlAt    time.Time
 
 	subs     map[*subscriber]struct{}
 	last     *Frame
@@ -137,7 +151,31 @@ func NewSession(cfg SessionConfig) *Session {
 		subs:     map[*subscriber]struct{}{},
 		kick:     make(chan struct{}, 1),
 		castDone: make(chan struct{}),
+		location: func(ctx context.Context, pg *browser.Page) (string, error) {
+			url, _, err := pg.Location(ctx)
+			return url, err
+		},
+		urlTTL: urlRefresh,
 	}
+}
+
+// pageURL returns pg's (redacted) URL, read again when the one read last
+// is older than urlTTL or of another page, or when fresh is set; "" when
+// it cannot be read.
+func (s *Session) pageURL(ctx context.Context, pg *browser.Page, fresh bool) (string, error) {
+	s.urlMu.Lock()
+	defer s.urlMu.Unlock()
+	if !fresh && s.urlPage == pg && time.Since(s.urlAt) < s.urlTTL {
+		return s.url, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, cdpCall)
+	url, err := s.location(cctx, pg)
+	cancel()
+	if err != nil {
+		return "", err
+	}
+	s.urlPage, s.url, s.urlAt = pg, s.cfg.Redact(url), time.Now()
+	return s.url, nil
 }
 
 // PageChanged implements runner.Takeover: the screencast and the input go
@@ -546,10 +584,7 @@ func (s *Session) castLoop() {
 // frame hands a screencast frame of pg to every subscriber; when a person
 // has the browser, a new URL is noted as their navigation.
 func (s *Session) frame(pg *browser.Page, f browser.ScreencastFrame) {
-	ctx, cancel := context.WithTimeout(s.ctx, cdpCall)
-	url, _, _ := pg.Location(ctx)
-	cancel()
-	url = s.cfg.Redact(url)
+	url, _ := s.pageURL(s.ctx, pg, false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.page != pg || s.closed {

@@ -549,3 +549,52 @@ func TestSessionTakeoverLayoutKeys(t *testing.T) {
 		require.NotContains(t, all, secret)
 	}
 }
+
+// Frames reuse the page's URL for a while instead of asking the browser
+// for it once per frame (each frame waits for it before it is
+// acknowledged); a new page's URL is read at once.
+func TestSessionFrameURLReused(t *testing.T) {
+	t.Parallel()
+	base := serveHTML(t, map[string]string{
+		"/a": `<!doctype html><title>a</title>A`,
+		"/b": `<!doctype html><title>b</title>B`,
+	})
+	bs := newBrowserSession(t)
+	pageA := openPage(t, bs, base+"/a")
+	s, _ := newTestSession(t, SessionConfig{})
+	var mu sync.Mutex
+	calls := map[*browser.Page]int{}
+	read := s.location
+	s.location = func(ctx context.Context, pg *browser.Page) (string, error) {
+		mu.Lock()
+		calls[pg]++
+		mu.Unlock()
+		return read(ctx, pg)
+	}
+	s.urlTTL = time.Hour
+	count := func(pg *browser.Page) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls[pg]
+	}
+	s.PageChanged(pageA)
+	frames, cancel := s.Subscribe()
+	defer cancel()
+	const n = 4
+	var last Frame
+	for i := range n {
+		ok, err := pageA.Truthy(context.Background(), fmt.Sprintf(`(document.body.textContent = 'A%d', true)`, i))
+		require.NoError(t, err)
+		require.True(t, ok)
+		last = receive(t, frames)
+		require.Equal(t, base+"/a", last.URL)
+	}
+	require.Equal(t, 1, count(pageA), "one URL read for %d frames", n)
+
+	pageB := openPage(t, bs, base+"/b")
+	s.PageChanged(pageB)
+	for f := last; f.URL != base+"/b"; {
+		f = receive(t, frames)
+	}
+	require.Equal(t, 1, count(pageB))
+}
