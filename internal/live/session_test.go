@@ -436,6 +436,7 @@ func TestSessionFrames(t *testing.T) {
 	base := serveHTML(t, map[string]string{
 		"/a": `<!doctype html><title>a</title><body style="background:#fff">A`,
 		"/b": `<!doctype html><title>b</title><body style="background:#0f0">B`,
+		"/c": `<!doctype html><title>c</title><body style="background:#00f">C`,
 	})
 	bs := newBrowserSession(t)
 	pageA := openPage(t, bs, base+"/a")
@@ -479,14 +480,21 @@ func TestSessionFrames(t *testing.T) {
 	_, open := <-late
 	require.False(t, open, "cancel closes the channel")
 
-	// The screencast follows the run's page.
+	// The screencast follows the run's page: pageA moves on to /b, but
+	// only pageB's /c is shown once the run's page is pageB.
 	require.NoError(t, pageA.Navigate(context.Background(), base+"/b", 20*time.Second))
-	pageB := openPage(t, bs, base+"/b")
+	pageB := openPage(t, bs, base+"/c")
 	s.PageChanged(pageB)
-	require.Eventually(t, func() bool {
-		f := receive(t, frames)
-		return f.URL == base+"/b" && f.Seq > last.Seq
-	}, wait, time.Millisecond)
+	deadline := time.After(wait)
+	for f := last; f.URL != base+"/c"; {
+		select {
+		case f = <-frames:
+			require.Greater(t, f.Seq, last.Seq)
+			last = f
+		case <-deadline:
+			t.Fatalf("no frame of the new page; the last showed %s", f.URL)
+		}
+	}
 
 	cancel()
 	cancelSlow()
