@@ -309,7 +309,9 @@ export function livePanel(id) {
   const isPaste = (e) => (e.ctrlKey || e.metaKey) && (e.key === 'v' || e.key === 'V');
 
   function onKey(e, type) {
-    if (!capturing || e.isComposing) return;
+    // Keys of an input method's composition are not the text it makes:
+    // that comes with compositionend.
+    if (!capturing || e.isComposing || e.keyCode === 229) return;
     if (isPaste(e)) return;
     e.preventDefault(); // the dashboard itself does not react
     e.stopPropagation();
@@ -326,6 +328,14 @@ export function livePanel(id) {
     for (let i = 0; i < text.length; i += MAX_TEXT) enqueue({ text: text.slice(i, i + MAX_TEXT) });
   }
 
+  // onCompositionEnd sends what an input method composed (CJK, dead-key
+  // sequences) as text: its keys were left out above.
+  function onCompositionEnd(e) {
+    if (!capturing || !e.data) return;
+    sendMove();
+    for (let i = 0; i < e.data.length; i += MAX_TEXT) enqueue({ text: e.data.slice(i, i + MAX_TEXT) });
+  }
+
   img.addEventListener('mousedown', (e) => onButton(e, 'TYPE_DOWN'));
   img.addEventListener('mouseup', (e) => onButton(e, 'TYPE_UP'));
   img.addEventListener('mousemove', onMove);
@@ -335,6 +345,7 @@ export function livePanel(id) {
   screen.addEventListener('keydown', (e) => onKey(e, 'TYPE_DOWN'));
   screen.addEventListener('keyup', (e) => onKey(e, 'TYPE_UP'));
   screen.addEventListener('paste', onPaste);
+  screen.addEventListener('compositionend', onCompositionEnd);
 
   // --- start --------------------------------------------------------------
 
