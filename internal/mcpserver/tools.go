@@ -34,10 +34,6 @@ type openInput struct {
 	Options        map[string]string `json:"options,omitempty" jsonschema:"Further run parameters as strings, by their RunAndWait flat_params keys (viewport, locale, profile, labels, ...)."`
 }
 
-type sessionInput struct {
-	SessionID string `json:"session_id" jsonschema:"The session ID open_session returned."`
-}
-
 type snapshotInput struct {
 	SessionID string `json:"session_id" jsonschema:"The session ID open_session returned."`
 	Filter    string `json:"filter,omitempty" jsonschema:"Only elements whose role, name or context contain these words."`
