@@ -61,7 +61,15 @@ func New(serving context.Context, cfg Config) *Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "wayfinder", Title: "Wayfinder", Version: "1"},
 		&mcp.ServerOptions{Instructions: instructions})
 	s.addTools(srv)
-	s.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		// Longer than the longest computer_use wait (1h).
+		SessionTimeout: 2 * time.Hour,
+		// A client that goes away cancels its call (and computer_use
+		// cancels the run).
+		PropagateRequestCancellation: true,
+	})
+	// Browsers' cross-site requests are refused (local mode has no key).
+	s.h = http.NewCrossOriginProtection().Handler(h)
 	return s
 }
 

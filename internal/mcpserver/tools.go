@@ -170,7 +170,9 @@ func (s *Server) openSession(ctx context.Context, req *mcp.CallToolRequest, in o
 	if merged.Params.MaxSteps == 0 {
 		merged.Params.MaxSteps = sessionMaxSteps
 	}
-	run, err := s.cfg.Runs.CreateRun(ctx, &wfv1.CreateRunRequest{Params: merged.Params, RequestId: merged.GetRequestId()})
+	// No request ID: an idempotent retry would return a run whose
+	// controller is another session's.
+	run, err := s.cfg.Runs.CreateRun(ctx, &wfv1.CreateRunRequest{Params: merged.Params})
 	if err != nil {
 		s.cfg.Sessions.drop(sess)
 		return nil, nil, s.toolError(ctx, err)
