@@ -337,3 +337,23 @@ func TestSessionHandOver(t *testing.T) {
 	require.Contains(t, text(res), "The session has ended")
 	require.Contains(t, text(res), `"status":"COMPLETED"`)
 }
+
+// TestSessionIdle: a session whose client makes no call ends itself with
+// a failed complete_task, so its run ends FAILED instead of holding its
+// browser until the run timeout.
+func TestSessionIdle(t *testing.T) {
+	t.Parallel()
+	ss := NewSessions(time.Millisecond)
+	sess, err := ss.open("acme")
+	require.NoError(t, err)
+	model, err := ss.Model(llm.Settings{Provider: Provider, Model: sess.key})
+	require.NoError(t, err)
+	resp, err := model.Complete(context.Background(), &llm.Request{})
+	require.NoError(t, err)
+	require.Len(t, resp.ToolCalls, 1)
+	require.Equal(t, "complete_task", resp.ToolCalls[0].Name)
+	require.Contains(t, string(resp.ToolCalls[0].Arguments), `"status":"failed"`)
+	ss.drop(sess)
+	_, err = ss.Model(llm.Settings{Provider: Provider, Model: sess.key})
+	require.Error(t, err)
+}
