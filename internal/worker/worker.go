@@ -201,6 +201,10 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR, Error: runError(re)})
 	}
 	defer params.Tools.Close() // the run's MCP sessions
+	// The prompt versions the run was pinned to, recorded with every model call.
+	if params.ControllerPromptRef, params.JudgePromptRef, err = w.promptRefs(bg, run); err != nil {
+		return nil, err
+	}
 
 	// The run's log is redacted once its secrets are known (below).
 	var redactor atomic.Pointer[runner.Redactor]
