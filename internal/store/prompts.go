@@ -226,6 +226,9 @@ func (s *Store) DeletePrompt(ctx context.Context, tenant, name string) error {
 // run's references resolved to, keeping any pinned before (a resumed
 // run's), and returns the run's pins as stored.
 func (s *Store) PinRunPrompts(ctx context.Context, runID string, pins map[string]string) (map[string]string, error) {
+	if pins == nil {
+		pins = map[string]string{} // not JSON null, which || would make an array
+	}
 	raw, err := json.Marshal(pins)
 	if err != nil {
 		return nil, fmt.Errorf("encode prompt pins: %w", err)

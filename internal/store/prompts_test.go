@@ -185,6 +185,10 @@ func TestPinRunPromptsAndPromptRef(t *testing.T) {
 	pins, err = st.PinRunPrompts(ctx, run.Id, map[string]string{"controller": "c@2", "judge": "j@4"})
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"controller": "c@1", "judge": "j@4"}, pins)
+	// Reading them (nothing to add) leaves them as they are.
+	pins, err = st.PinRunPrompts(ctx, run.Id, nil)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"controller": "c@1", "judge": "j@4"}, pins)
 
 	now := time.Now()
 	_, err = st.RecordPromptRun(ctx, store.PromptRun{RunID: run.Id, Step: 1, Role: "controller", Provider: "openai", Model: "m",
