@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
@@ -86,10 +87,17 @@ func TestBadInput(t *testing.T) {
 		}, "InvalidArgument", "params.blocked_domains[0]"},
 		{"later capability", func() error {
 			_, err := ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: valid(func(p *wfv1.RunParams) {
+				p.Headless = proto.Bool(false)
+			})})
+			return err
+		}, "Unimplemented", "params.headless"},
+		{"unknown prompt", func() error {
+			_, err := ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: valid(func(p *wfv1.RunParams) {
+				p.Goal = "Click the Go button"
 				p.Controller = &wfv1.ModelSettings{Prompt: &wfv1.ModelSettings_PromptRef{PromptRef: "checkout@2"}}
 			})})
 			return err
-		}, "Unimplemented", "params.controller.prompt_ref"},
+		}, "InvalidArgument", "params.controller.prompt_ref"},
 		{"unknown status enum", func() error {
 			_, err := ts.client.ListRuns(ctx, &wfv1.ListRunsRequest{Statuses: []wfv1.RunStatus{99}})
 			return err
