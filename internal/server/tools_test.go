@@ -97,6 +97,8 @@ func TestRunCallsCatalogTools(t *testing.T) {
 
 	p := params(site.URL + "/")
 	p.Controller = &wfv1.ModelSettings{Provider: "openai", Model: "test-model", BaseUrl: fake.URL}
+	// The judge only verifies the model's claim, so the run takes all three turns.
+	p.Judge = &wfv1.JudgeSettings{Frequency: &wfv1.JudgeFrequency{Frequency: &wfv1.JudgeFrequency_EveryNSteps{EveryNSteps: 100}}}
 	p.Tools = []*wfv1.ToolDefinition{
 		{Implementation: &wfv1.ToolDefinition_CatalogRef{CatalogRef: "customer"}},
 		{Implementation: &wfv1.ToolDefinition_CatalogRef{CatalogRef: "crm_lookup_order"}},
