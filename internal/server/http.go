@@ -15,6 +15,7 @@ import (
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/api/openapi"
 	"github.com/wayfinder/wayfinder/internal/api"
+	"github.com/wayfinder/wayfinder/internal/mcpserver"
 )
 
 // httpHandler serves the REST gateway (proxying to the gRPC server at
@@ -49,6 +50,8 @@ func httpHandler(ctx context.Context, grpcAddr string, d apiDeps) (http.Handler,
 	mux.HandleFunc("GET /v1/runs/{run_id}/events:sse", sse.runEvents)
 	mux.HandleFunc("GET /v1/events:sse", sse.tenantEvents)
 	newLiveSSE(sse, d.liveService()).register(mux)
+	mux.Handle("/mcp", mcpserver.New(ctx, mcpserver.Config{Runs: d.runs,
+		Authn: &api.Authenticator{Store: d.store, Local: d.local}, Sessions: d.sessions, Logger: d.logger}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})

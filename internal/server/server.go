@@ -42,6 +42,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/governance"
 	"github.com/wayfinder/wayfinder/internal/live"
 	"github.com/wayfinder/wayfinder/internal/llm"
+	"github.com/wayfinder/wayfinder/internal/mcpserver"
 	"github.com/wayfinder/wayfinder/internal/netguard"
 	"github.com/wayfinder/wayfinder/internal/pool"
 	"github.com/wayfinder/wayfinder/internal/queue"
@@ -151,9 +152,14 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// MCP sessions: runs whose controller is the MCP client (provider
+	// mcpserver.Provider), pinned to this process.
+	sessions := mcpserver.NewSessions(0)
+	extra := map[string]func(llm.Settings) (llm.Model, error){mcpserver.Provider: sessions.Model}
+	maps.Copy(extra, opts.Models)
 	models := &worker.Models{
 		DefaultProvider: cfg.ModelProvider, DefaultModel: cfg.Model, JudgeModel: cfg.JudgeModel,
-		APIKeys: cfg.APIKeys, BaseURLs: cfg.BaseURLs, Extra: opts.Models,
+		APIKeys: cfg.APIKeys, BaseURLs: cfg.BaseURLs, Extra: extra,
 		HTTPClient: worker.Egress(cfg.AllowPrivateNetworks),
 	}
 	logger.Info("models", "default_provider", models.Provider(nil), "keys_for", slices.Sorted(maps.Keys(cfg.APIKeys)))
@@ -230,7 +236,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if serves {
 		grpcSrv, httpSrv, addrs, err = startAPI(ctx, cfg, apiDeps{
 			store: st, queue: q, hub: hub, logger: logger, reg: reg, tp: opts.TracerProvider, models: models,
-			keyring: keyring, local: local, siteProfiles: siteProfiles, live: liveViews,
+			keyring: keyring, local: local, siteProfiles: siteProfiles, live: liveViews, sessions: sessions,
 			ready: func() bool { return ready.Load() && st.Ping(ctx) == nil && (browsers == nil || browsers.Ready()) },
 		}, serveErr)
 		if err != nil {
@@ -309,6 +315,10 @@ type apiDeps struct {
 	siteProfiles *governance.Profiles
 	// live holds the live views of the runs this process executes.
 	live *live.Registry
+	// sessions are the MCP sessions open in this process.
+	sessions *mcpserver.Sessions
+	// runs is the gRPC server's RunService (set by startAPI).
+	runs *api.RunService
 }
 
 // recovered turns a panic in a handler into an INTERNAL error (the
@@ -351,6 +361,7 @@ func startAPI(ctx context.Context, cfg config.Config, d apiDeps, errc chan<- err
 		Models: d.models, Keyring: d.keyring,
 	})
 	wfv1.RegisterRunServiceServer(grpcSrv, runs)
+	d.runs = runs
 	wfv1.RegisterAccessServiceServer(grpcSrv, api.NewAccessService(d.store, d.logger))
 	wfv1.RegisterCredentialServiceServer(grpcSrv, api.NewCredentialService(d.store, d.keyring, d.logger))
 	wfv1.RegisterSiteProfileServiceServer(grpcSrv, api.NewSiteProfileService(d.store, d.siteProfiles))
