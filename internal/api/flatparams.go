@@ -229,6 +229,9 @@ func withFlatParams(req *wfv1.RunAndWaitRequest) (*wfv1.RunAndWaitRequest, error
 			v.Add(field, "unknown parameter; known: %s", strings.Join(FlatParamKeys(), ", "))
 			continue
 		}
+		if strings.TrimSpace(flat[key]) == "" {
+			continue // hosts send every parameter they declare; blank is unset
+		}
 		if err := set(out, flat[key]); err != nil {
 			v.Add(field, "%v", err)
 		}

@@ -68,6 +68,12 @@ func TestWithFlatParams(t *testing.T) {
 			},
 		},
 		{
+			name: "blank values are unset, whatever the key's type",
+			req: &wfv1.RunAndWaitRequest{FlatParams: map[string]string{"goal": "g", "start_url": "https://a.example/",
+				"max_steps": "", "headless": " ", "timeout": "", "allowed_domains": "", "viewport": ""}},
+			want: &wfv1.RunAndWaitRequest{Params: &wfv1.RunParams{Goal: "g", StartUrl: "https://a.example/"}},
+		},
+		{
 			name: "no flat params leaves the request alone",
 			req:  &wfv1.RunAndWaitRequest{Params: &wfv1.RunParams{Goal: "g"}, RequestId: "x"},
 			want: &wfv1.RunAndWaitRequest{Params: &wfv1.RunParams{Goal: "g"}, RequestId: "x"},

@@ -37,6 +37,9 @@ type Settings struct {
 	URL string
 	// Goal is the run's goal: the offline step controller's script.
 	Goal string
+	// RunID is the run the model is built for; empty when the models are
+	// only built to validate a run's settings (CreateRun).
+	RunID string
 	// HTTPClient makes the requests; nil uses a client with Timeout.
 	HTTPClient *http.Client
 	// Timeout bounds one HTTP attempt when HTTPClient is nil. Default 30s.

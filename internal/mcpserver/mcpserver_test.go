@@ -357,3 +357,27 @@ func TestSessionIdle(t *testing.T) {
 	_, err = ss.Model(llm.Settings{Provider: Provider, Model: sess.key})
 	require.Error(t, err)
 }
+
+// An MCP session belongs to the tenant that opened it: another tenant's
+// key that learns its Mcp-Session-Id can neither use nor end it.
+func TestTransportSessionOwner(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cs, err := b.connect(t, b.keys["acme"])
+	require.NoError(t, err)
+	id := cs.ID()
+	require.NotEmpty(t, id)
+	for _, tc := range []struct {
+		tenant string
+		want   int
+	}{{"globex", http.StatusForbidden}, {"acme", http.StatusNoContent}} {
+		req, err := http.NewRequest(http.MethodDelete, b.url, nil)
+		require.NoError(t, err)
+		req.Header.Set("Mcp-Session-Id", id)
+		req.Header.Set("Authorization", "Bearer "+b.keys[tc.tenant])
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, tc.want, resp.StatusCode, "DELETE by %s", tc.tenant)
+	}
+}

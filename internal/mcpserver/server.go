@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -61,13 +62,21 @@ func New(serving context.Context, cfg Config) *Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "wayfinder", Title: "Wayfinder", Version: "1"},
 		&mcp.ServerOptions{Instructions: instructions})
 	s.addTools(srv)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		// Longer than the longest computer_use wait (1h).
 		SessionTimeout: 2 * time.Hour,
 		// A client that goes away cancels its call (and computer_use
 		// cancels the run).
 		PropagateRequestCancellation: true,
 	})
+	if !cfg.Authn.Local {
+		// The SDK binds each MCP session to the tenant that opened it: a key
+		// of another tenant that learns its Mcp-Session-Id cannot use or
+		// delete it. ServeHTTP has authenticated the request already.
+		h = auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+			return &auth.TokenInfo{UserID: tenant.ID(ctx), Expiration: time.Now().Add(time.Hour)}, nil
+		}, nil)(h)
+	}
 	// Browsers' cross-site requests are refused (local mode has no key).
 	s.h = http.NewCrossOriginProtection().Handler(h)
 	return s
@@ -81,14 +90,15 @@ To drive the browser yourself: open_session, then snapshot / click / fill / type
 // authenticated again from its request's headers and acts as that
 // caller's tenant.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.cfg.Authn.AuthenticateHTTP(r); err != nil {
+	ctx, err := s.cfg.Authn.AuthenticateHTTP(r)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	r = r.Clone(ctx)
 	if r.Header.Get("Authorization") == "" {
 		if tok := r.URL.Query().Get("access_token"); tok != "" {
-			// Tool calls see only the headers.
-			r = r.Clone(r.Context())
+			// Tool calls (and the session owner check) see only the headers.
 			r.Header.Set("Authorization", "Bearer "+tok)
 		}
 	}

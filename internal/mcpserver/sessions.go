@@ -52,14 +52,33 @@ func NewSessions(idle time.Duration) *Sessions {
 	return &Sessions{idle: idle, byKey: map[string]*session{}, byRun: map[string]*session{}}
 }
 
+// errOtherRun: a run names the key of a session that belongs to another
+// run. Only the session's own run may drive its client's calls.
+var errOtherRun = errors.New("the MCP session named by the run's controller belongs to another run")
+
 // Model builds the controller of a session run (a worker.Models Extra
-// provider under the name Provider): s.Model is the session's key.
+// provider under the name Provider): s.Model is the session's key. The
+// key is readable in the run's params, so it is not enough: a session
+// serves exactly one run, the first that a worker builds a model for
+// (bind refuses the session when that is not the run openSession
+// created). Models built without a run (CreateRun's validation) are never
+// asked anything.
 func (ss *Sessions) Model(s llm.Settings) (llm.Model, error) {
 	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	sess := ss.byKey[s.Model]
-	ss.mu.Unlock()
 	if sess == nil {
 		return nil, errors.New("the run's MCP session is not open on this server replica (a session is pinned to the replica that opened it)")
+	}
+	if s.RunID != "" {
+		switch sess.runID {
+		case "":
+			sess.runID = s.RunID // the worker got here before bind
+			ss.byRun[s.RunID] = sess
+		case s.RunID:
+		default:
+			return nil, errOtherRun
+		}
 	}
 	return &sessionModel{s: sess}, nil
 }
@@ -79,12 +98,17 @@ func (ss *Sessions) open(tenantID string) (*session, error) {
 	return s, nil
 }
 
-// bind records the session's run.
-func (ss *Sessions) bind(s *session, runID string) {
+// bind records the session's run. It fails when a worker already built
+// the session's model for another run (one that named the session's key).
+func (ss *Sessions) bind(s *session, runID string) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if s.runID != "" && s.runID != runID {
+		return errOtherRun
+	}
 	s.runID = runID
 	ss.byRun[runID] = s
+	return nil
 }
 
 // drop forgets s.

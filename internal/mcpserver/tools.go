@@ -177,7 +177,12 @@ func (s *Server) openSession(ctx context.Context, req *mcp.CallToolRequest, in o
 		s.cfg.Sessions.drop(sess)
 		return nil, nil, s.toolError(ctx, err)
 	}
-	s.cfg.Sessions.bind(sess, run.GetId())
+	if err := s.cfg.Sessions.bind(sess, run.GetId()); err != nil {
+		// Another run named the session's key and reached a worker first.
+		s.cfg.Sessions.drop(sess)
+		_, _ = s.cfg.Runs.CancelRun(context.WithoutCancel(ctx), &wfv1.CancelRunRequest{RunId: run.GetId(), Reason: "open_session: " + err.Error()})
+		return nil, nil, s.toolError(ctx, err)
+	}
 	s.watch(ctx, sess)
 	o, final, err := sess.await(ctx, "", nil)
 	switch {

@@ -28,9 +28,15 @@ var promptRoles = map[wfv1.PromptRole]string{
 	wfv1.PromptRole_PROMPT_ROLE_JUDGE:      "judge",
 }
 
-// createPromptAttempts bounds the retries of CreatePrompt when concurrent
-// creations of one name race for the same version number.
-const createPromptAttempts = 5
+// lockPromptName serializes, within tx, the creations and the deletion of
+// one tenant's prompt name: version numbers are then handed out one at a
+// time, and a delete sees every version committed before it.
+func lockPromptName(ctx context.Context, tx pgx.Tx, tenant, name string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('prompt:' || $1 || ':' || $2, 0))`, tenant, name); err != nil {
+		return fmt.Errorf("lock prompt %q: %w", name, err)
+	}
+	return nil
+}
 
 // CreatePrompt stores p (validated by the caller; its version and create
 // time are ignored) as the next version of the tenant's prompt p.Name,
@@ -50,48 +56,47 @@ func (s *Store) CreatePrompt(ctx context.Context, tenant string, p *wfv1.Prompt)
 			return nil, fmt.Errorf("encode prompt defaults: %w", err)
 		}
 	}
-	for attempt := 1; ; attempt++ {
-		var (
-			version int32
-			at      time.Time
-		)
-		err := s.InTx(ctx, func(tx pgx.Tx) error {
-			var last string
-			err := tx.QueryRow(ctx, `SELECT role FROM prompts WHERE tenant_id = $1 AND name = $2 ORDER BY version DESC LIMIT 1`,
-				tenant, p.GetName()).Scan(&last)
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-			case err != nil:
-				return fmt.Errorf("load prompt %q: %w", p.GetName(), err)
-			case last != role:
-				return fmt.Errorf("%w: prompt %q is a %s prompt; a new version must keep its role (create a prompt of another name)",
-					fault.ErrFailedPrecondition, p.GetName(), last)
-			}
-			return tx.QueryRow(ctx, `
-				INSERT INTO prompts (tenant_id, name, version, role, template, description, defaults, created_by)
-				SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4, $5, $6, $7
-				FROM prompts WHERE tenant_id = $1 AND name = $2
-				RETURNING version, created_at`,
-				tenant, p.GetName(), role, p.GetTemplate(), p.GetDescription(), defaults, p.GetCreatedBy()).Scan(&version, &at)
-		})
-		var pgErr *pgconn.PgError
-		switch {
-		case errors.As(err, &pgErr) && pgErr.Code == "23505" && attempt < createPromptAttempts:
-			continue // a concurrent creation took the number
-		case errors.As(err, &pgErr) && pgErr.Code == "23503":
-			return nil, fmt.Errorf("tenant %q: %w", tenant, errNotFound)
-		case err != nil:
-			if errors.Is(err, fault.ErrFailedPrecondition) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("store prompt %q: %w", p.GetName(), err)
+	var (
+		version int32
+		at      time.Time
+	)
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		if err := lockPromptName(ctx, tx, tenant, p.GetName()); err != nil {
+			return err
 		}
-		return &wfv1.Prompt{
-			Name: p.GetName(), Version: version, Role: p.GetRole(), Template: p.GetTemplate(),
-			Description: p.GetDescription(), Defaults: p.GetDefaults(), CreateTime: timestamppb.New(at),
-			CreatedBy: p.GetCreatedBy(),
-		}, nil
+		var last string
+		err := tx.QueryRow(ctx, `SELECT role FROM prompts WHERE tenant_id = $1 AND name = $2 ORDER BY version DESC LIMIT 1`,
+			tenant, p.GetName()).Scan(&last)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return fmt.Errorf("load prompt %q: %w", p.GetName(), err)
+		case last != role:
+			return fmt.Errorf("%w: prompt %q is a %s prompt; a new version must keep its role (create a prompt of another name)",
+				fault.ErrFailedPrecondition, p.GetName(), last)
+		}
+		return tx.QueryRow(ctx, `
+			INSERT INTO prompts (tenant_id, name, version, role, template, description, defaults, created_by)
+			SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4, $5, $6, $7
+			FROM prompts WHERE tenant_id = $1 AND name = $2
+			RETURNING version, created_at`,
+			tenant, p.GetName(), role, p.GetTemplate(), p.GetDescription(), defaults, p.GetCreatedBy()).Scan(&version, &at)
+	})
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "23503":
+		return nil, fmt.Errorf("tenant %q: %w", tenant, errNotFound)
+	case err != nil:
+		if errors.Is(err, fault.ErrFailedPrecondition) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("store prompt %q: %w", p.GetName(), err)
 	}
+	return &wfv1.Prompt{
+		Name: p.GetName(), Version: version, Role: p.GetRole(), Template: p.GetTemplate(),
+		Description: p.GetDescription(), Defaults: p.GetDefaults(), CreateTime: timestamppb.New(at),
+		CreatedBy: p.GetCreatedBy(),
+	}, nil
 }
 
 const promptColumns = `name, version, role, template, description, defaults, created_at, created_by`
@@ -188,8 +193,11 @@ func (s *Store) DeletePrompt(ctx context.Context, tenant, name string) error {
 	return s.InTx(ctx, func(tx pgx.Tx) error {
 		// Concurrent creations of a version wait for the delete. A run
 		// created meanwhile that names the prompt ends ERROR when it starts.
+		if err := lockPromptName(ctx, tx, tenant, name); err != nil {
+			return err
+		}
 		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM prompts WHERE tenant_id = $1 AND name = $2 FOR UPDATE) v`,
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM prompts WHERE tenant_id = $1 AND name = $2`,
 			tenant, name).Scan(&n); err != nil {
 			return fmt.Errorf("delete prompt %q: %w", name, err)
 		}
@@ -203,7 +211,7 @@ func (s *Store) DeletePrompt(ctx context.Context, tenant, name string) error {
 			  AND EXISTS (SELECT 1 FROM unnest(ARRAY[
 			        params->'controller'->>'promptRef', params->'judge'->'model'->>'promptRef',
 			        prompt_pins->>'controller', prompt_pins->>'judge']) AS r(ref)
-			      WHERE r.ref = $2 OR r.ref LIKE $2 || '@%')
+			      WHERE split_part(r.ref, '@', 1) = $2)
 			ORDER BY created_at LIMIT 3`, tenant, name)
 		if err != nil {
 			return fmt.Errorf("delete prompt %q: %w", name, err)

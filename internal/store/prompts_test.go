@@ -160,8 +160,12 @@ func TestDeletePromptReferencedByRun(t *testing.T) {
 	err = st.DeletePrompt(ctx, "default", "strict")
 	require.ErrorIs(t, err, fault.ErrFailedPrecondition)
 	require.Contains(t, err.Error(), run.Id)
-	// A name that merely starts the same is not referenced.
+	// A name that merely starts the same is not referenced, nor one that
+	// matches it as a LIKE pattern would ("_" is any character).
 	require.NoError(t, st.DeletePrompt(ctx, "default", "strictly"))
+	_, err = st.CreatePrompt(ctx, "default", &wfv1.Prompt{Name: "stri_t", Role: wfv1.PromptRole_PROMPT_ROLE_JUDGE, Template: "x"})
+	require.NoError(t, err)
+	require.NoError(t, st.DeletePrompt(ctx, "default", "stri_t"))
 
 	_, err = st.FinishRun(ctx, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_CANCELLED})
 	require.NoError(t, err)

@@ -38,6 +38,8 @@ type Models struct {
 	// (ModelSettings.api_key_credential), by credential name; see
 	// WithRunKeys.
 	RunKeys map[string]string
+	// RunID, when set, is the run the models are built for (ForRun).
+	RunID string
 }
 
 // WithRunKeys returns a copy of m that knows the API keys of one run's
@@ -45,6 +47,15 @@ type Models struct {
 func (m *Models) WithRunKeys(keys map[string]string) *Models {
 	c := *m
 	c.RunKeys = keys
+	return &c
+}
+
+// ForRun returns a copy of m that builds the models of run runID: the
+// providers learn which run they serve (an MCP session's model serves
+// only its own run).
+func (m *Models) ForRun(runID string) *Models {
+	c := *m
+	c.RunID = runID
 	return &c
 }
 
@@ -159,6 +170,7 @@ func (m *Models) settings(p *wfv1.RunParams, ms *wfv1.ModelSettings, defaultMode
 		Temperature:     temperature,
 		MaxOutputTokens: int(ms.GetMaxOutputTokens()),
 		Goal:            p.GetGoal(),
+		RunID:           m.RunID,
 		HTTPClient:      m.HTTPClient,
 	}
 	if s.Model == "" && ms.GetProvider() == "" {

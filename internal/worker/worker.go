@@ -284,7 +284,7 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 func (w *Worker) runModels(ctx context.Context, run *wfv1.Run) (*Models, error) {
 	names := CredentialNames(run.GetParams())
 	if len(names) == 0 {
-		return w.cfg.Models, nil
+		return w.cfg.Models.ForRun(run.GetId()), nil
 	}
 	keys := make(map[string]string, len(names))
 	for _, name := range names {
@@ -305,7 +305,7 @@ func (w *Worker) runModels(ctx context.Context, run *wfv1.Run) (*Models, error) 
 			w.cfg.Logger.WarnContext(ctx, "recording audit event", "error", err)
 		}
 	}
-	return w.cfg.Models.WithRunKeys(keys), nil
+	return w.cfg.Models.WithRunKeys(keys).ForRun(run.GetId()), nil
 }
 
 // unseal replaces run's (redacted) params with the sealed params as given,
