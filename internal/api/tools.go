@@ -199,6 +199,11 @@ func (s *ToolService) credentialToken(ctx context.Context, name string) (string,
 		v.Add("credential", "credential %q has no api_key or token field", name)
 		return "", v.Err()
 	}
+	// Every opening of a credential is on record, as the worker's are.
+	if err := s.store.RecordAudit(ctx, store.Audit{Tenant: tenant.ID(ctx), Kind: store.AuditCredentialUsed,
+		Actor: tenant.From(ctx).Actor(), Subject: name, Details: map[string]any{"use": "mcp_import", "version": c.Version}}); err != nil {
+		return "", fmt.Errorf("record the credential's use: %w", err)
+	}
 	return token, nil
 }
 

@@ -144,6 +144,12 @@ func TestImportMcpServer(t *testing.T) {
 	require.Equal(t, srv.URL, order.Definition.GetMcp().GetServerUrl())
 	require.Contains(t, order.Definition.InputSchema.GetFields()["properties"].GetStructValue().GetFields(), "order_id")
 	require.NotNil(t, order.Definition.OutputSchema)
+	// Opening the credential is on record, without its value.
+	audit, _, err := b.st.ListAudit(b.acme, store.AuditFilter{Tenant: "acme", Kind: store.AuditCredentialUsed, PageSize: 10})
+	require.NoError(t, err)
+	require.Len(t, audit, 1)
+	require.Equal(t, "crm-mcp", audit[0].GetSubject())
+	require.NotContains(t, audit[0].String(), token)
 
 	// Re-import under another prefix replaces the server's tools.
 	_, err = b.svc.ImportMcpServer(b.acme, &wfv1.ImportMcpServerRequest{ServerUrl: srv.URL, Credential: "crm-mcp", Prefix: "v2-"})

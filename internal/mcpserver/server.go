@@ -68,6 +68,11 @@ func New(serving context.Context, cfg Config) *Server {
 		// A client that goes away cancels its call (and computer_use
 		// cancels the run).
 		PropagateRequestCancellation: true,
+		// With API keys every request carries one, so DNS rebinding (what
+		// the SDK's localhost check guards against) cannot act for a
+		// caller; the check would refuse a proxy or mesh sidecar that
+		// connects over 127.0.0.1. Local mode keeps it.
+		DisableLocalhostProtection: !cfg.Authn.Local,
 	})
 	if !cfg.Authn.Local {
 		// The SDK binds each MCP session to the tenant that opened it: a key
