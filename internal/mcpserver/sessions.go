@@ -23,11 +23,20 @@ const Provider = "mcp-session"
 // call before it ends FAILED.
 const DefaultIdle = 5 * time.Minute
 
-// maxSessions bounds the sessions one process holds open.
-const maxSessions = 256
+// maxSessions bounds the sessions one process holds open, and
+// maxTenantSessions those of one tenant, so that one tenant cannot take
+// every session of a replica.
+const (
+	maxSessions       = 256
+	maxTenantSessions = 32
+)
 
-// errSessionsFull: the process holds maxSessions open sessions.
-var errSessionsFull = errors.New("too many open sessions on this server; close one first")
+// errSessionsFull: the process holds maxSessions open sessions;
+// errTenantSessionsFull: the tenant holds maxTenantSessions.
+var (
+	errSessionsFull       = errors.New("too many open sessions on this server; close one first")
+	errTenantSessionsFull = fmt.Errorf("your tenant has %d open sessions on this server; close one first", maxTenantSessions)
+)
 
 // Sessions are the open sessions of this process. A session is a run whose
 // controller model is the MCP client: the run's worker asks the model for
@@ -93,6 +102,15 @@ func (ss *Sessions) open(tenantID string) (*session, error) {
 	defer ss.mu.Unlock()
 	if len(ss.byKey) >= maxSessions {
 		return nil, errSessionsFull
+	}
+	n := 0
+	for _, o := range ss.byKey {
+		if o.tenant == tenantID {
+			n++
+		}
+	}
+	if n >= maxTenantSessions {
+		return nil, errTenantSessionsFull
 	}
 	ss.byKey[s.key] = s
 	return s, nil

@@ -50,3 +50,17 @@ func TestSessionServesOneRun(t *testing.T) {
 		})
 	}
 }
+
+// One tenant cannot hold every session of a replica.
+func TestSessionsPerTenantLimit(t *testing.T) {
+	t.Parallel()
+	ss := NewSessions(0)
+	for range maxTenantSessions {
+		_, err := ss.open("greedy")
+		require.NoError(t, err)
+	}
+	_, err := ss.open("greedy")
+	require.ErrorIs(t, err, errTenantSessionsFull)
+	_, err = ss.open("other")
+	require.NoError(t, err, "another tenant still opens sessions")
+}
