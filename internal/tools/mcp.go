@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -209,8 +210,45 @@ func (h *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set("Authorization", "Bearer "+h.token)
 	}
 	req.Header.Set("User-Agent", h.userAgent)
-	return h.base.RoundTrip(req)
+	resp, err := h.base.RoundTrip(req)
+	if err == nil {
+		resp.Body = &cappedBody{rc: resp.Body, left: maxMCPResponse}
+	}
+	return resp, err
 }
+
+// maxMCPResponse bounds one answer of an MCP server (the JSON or event
+// stream that answers one request; the standalone stream is off), so a
+// hostile server cannot make a worker hold more than this.
+const maxMCPResponse = 8 << 20
+
+// errMCPResponseTooLarge: an MCP server's answer passed maxMCPResponse.
+var errMCPResponseTooLarge = fmt.Errorf("the MCP server's answer is larger than %d bytes", maxMCPResponse)
+
+// cappedBody fails reads past its limit.
+type cappedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (c *cappedBody) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// At the limit: fine if the answer ends here.
+		var one [1]byte
+		if n, err := c.rc.Read(one[:]); n == 0 && err != nil {
+			return 0, err
+		}
+		return 0, errMCPResponseTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.rc.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+func (c *cappedBody) Close() error { return c.rc.Close() }
 
 // callMCP calls t's tool on its server with the checked arguments.
 func (s *Set) callMCP(ctx context.Context, t *tool, body []byte) (json.RawMessage, error) {
@@ -289,6 +327,9 @@ func redactToken(s, token string) string {
 	return strings.ReplaceAll(s, token, "[redacted]")
 }
 
+// maxListedTools bounds the tools ListMCP takes from one server.
+const maxListedTools = 1000
+
 // ListMCP connects to the MCP server at serverURL (see Connect) and
 // returns its tools as definitions implemented by the server, named as on
 // the server; the caller renames and validates them. Failures are *Error
@@ -311,6 +352,9 @@ func ListMCP(ctx context.Context, client *http.Client, serverURL, token string) 
 	defer session.Close()
 	var out []Definition
 	for tl, err := range session.Tools(ctx, nil) {
+		if len(out) >= maxListedTools {
+			return nil, fail(CodeInvalidOutput, "the MCP server lists more than %d tools", maxListedTools)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
