@@ -63,8 +63,11 @@ func promptSlots(p *wfv1.RunParams) []promptSlot {
 // prompt's default model settings fill what the run left unset. A "name"
 // resolves to its latest version when the run first starts; that version
 // is pinned on the run (store.PinRunPrompts) so a resumed run uses the
-// same one. A prompt deleted or changed role since CreateRun is an error.
-func (w *Worker) resolvePrompts(ctx context.Context, run *wfv1.Run) error {
+// same one. It returns the pinned versions ("name@version") of the
+// controller's and the judge's prompts, "" for none, which every model
+// call records. A prompt deleted or changed role since CreateRun is an
+// error.
+func (w *Worker) resolvePrompts(ctx context.Context, run *wfv1.Run) (controller, judge string, err error) {
 	slots := promptSlots(run.GetParams())
 	latest := map[string]string{}
 	loaded := map[string]*wfv1.Prompt{}
@@ -75,17 +78,17 @@ func (w *Worker) resolvePrompts(ctx context.Context, run *wfv1.Run) error {
 		}
 		p, err := w.loadPrompt(ctx, run.GetTenantId(), ref)
 		if err != nil {
-			return err
+			return "", "", err
 		}
 		pinned := p.GetName() + "@" + strconv.Itoa(int(p.GetVersion()))
 		latest[s.pin], loaded[pinned] = pinned, p
 	}
 	if len(latest) == 0 {
-		return nil
+		return "", "", nil
 	}
 	pins, err := w.cfg.Store.PinRunPrompts(ctx, run.GetId(), latest)
 	if err != nil {
-		return fmt.Errorf("pin the run's prompts: %w", err)
+		return "", "", fmt.Errorf("pin the run's prompts: %w", err)
 	}
 	for _, s := range slots {
 		if s.m.GetPromptRef() == "" {
@@ -95,24 +98,13 @@ func (w *Worker) resolvePrompts(ctx context.Context, run *wfv1.Run) error {
 		p := loaded[pinned]
 		if p == nil { // pinned by an earlier attempt of the run
 			if p, err = w.loadPrompt(ctx, run.GetTenantId(), pinned); err != nil {
-				return err
+				return "", "", err
 			}
 		}
 		if p.GetRole() != s.role {
-			return fmt.Errorf("prompt %s is a %s prompt, not a %s prompt", pinned, roleName(p.GetRole()), roleName(s.role))
+			return "", "", fmt.Errorf("prompt %s is a %s prompt, not a %s prompt", pinned, roleName(p.GetRole()), roleName(s.role))
 		}
 		applyPrompt(s.m, p)
-	}
-	return nil
-}
-
-// promptRefs returns the prompt library versions ("name@version") the
-// run's controller and judge prompts came from, "" for none: the pins
-// resolvePrompts stored.
-func (w *Worker) promptRefs(ctx context.Context, run *wfv1.Run) (controller, judge string, err error) {
-	pins, err := w.cfg.Store.PinRunPrompts(ctx, run.GetId(), nil)
-	if err != nil {
-		return "", "", fmt.Errorf("load the run's prompt pins: %w", err)
 	}
 	return pins[pinController], pins[pinJudge], nil
 }

@@ -177,7 +177,8 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR,
 			Error: &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_INTERNAL, Message: err.Error()}})
 	}
-	if err := w.resolvePrompts(bg, run); err != nil {
+	controllerPrompt, judgePrompt, err := w.resolvePrompts(bg, run)
+	if err != nil {
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR,
 			Error: &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_INTERNAL, Message: err.Error()}})
 	}
@@ -202,9 +203,7 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 	}
 	defer params.Tools.Close() // the run's MCP sessions
 	// The prompt versions the run was pinned to, recorded with every model call.
-	if params.ControllerPromptRef, params.JudgePromptRef, err = w.promptRefs(bg, run); err != nil {
-		return nil, err
-	}
+	params.ControllerPromptRef, params.JudgePromptRef = controllerPrompt, judgePrompt
 
 	// The run's log is redacted once its secrets are known (below).
 	var redactor atomic.Pointer[runner.Redactor]
