@@ -5,9 +5,11 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -262,7 +264,10 @@ func TestObservabilityEndpoints(t *testing.T) {
 	s := newSite(t)
 	run, err := ts.client.CreateRun(context.Background(), &wfv1.CreateRunRequest{Params: params(s.URL + "/")})
 	require.NoError(t, err)
-	collectEvents(t, ts.client, run.Id, 0)
+	evs := collectEvents(t, ts.client, run.Id, 0)
+	final := evs[len(evs)-1].GetRun()
+	require.Equal(t, wfv1.RunStatus_RUN_STATUS_COMPLETED, final.Status, "%v", final.Error)
+	require.EqualValues(t, 1, final.StepCount)
 	base := "http://" + ts.addrs.HTTP
 
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -285,7 +290,7 @@ func TestObservabilityEndpoints(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for _, want := range []string{
+	wants := []string{
 		`wayfinder_runs_finished_total{status="completed"} 1`,
 		`wayfinder_run_duration_seconds_count{status="completed"} 1`,
 		`wayfinder_step_duration_seconds_count 1`,
@@ -294,8 +299,21 @@ func TestObservabilityEndpoints(t *testing.T) {
 		`wayfinder_runs{status="queued"} 0`,
 		`wayfinder_queue_jobs{state="available"} 0`,
 		`wayfinder_grpc_server_handled_total{grpc_code="OK",grpc_method="CreateRun"`,
-	} {
-		require.Contains(t, string(metrics), want)
+	}
+	for _, want := range wants {
+		assert.Contains(t, string(metrics), want)
+	}
+	if t.Failed() {
+		// The whole exposition is long: show the families asserted on.
+		for line := range strings.Lines(string(metrics)) {
+			for _, w := range wants {
+				if name, _, _ := strings.Cut(w, "{"); strings.HasPrefix(line, strings.Fields(name)[0]) {
+					t.Log(strings.TrimSpace(line))
+					break
+				}
+			}
+		}
+		t.FailNow()
 	}
 
 	var doc struct {

@@ -1091,7 +1091,11 @@ type CompletionCriteria struct {
 	// verdict); when all hold after a step the run completes.
 	Success []*Indicator `protobuf:"bytes,1,rep,name=success,proto3" json:"success,omitempty"`
 	// Any of them ends the run FAILED, naming it.
-	Failure       []*Indicator `protobuf:"bytes,2,rep,name=failure,proto3" json:"failure,omitempty"`
+	Failure []*Indicator `protobuf:"bytes,2,rep,name=failure,proto3" json:"failure,omitempty"`
+	// Evaluated with the others after every step and recorded in
+	// Run.criteria (kind "report"), they never change the run's course: a
+	// test's final-page oracles are report indicators.
+	Report        []*Indicator `protobuf:"bytes,3,rep,name=report,proto3" json:"report,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1140,11 +1144,18 @@ func (x *CompletionCriteria) GetFailure() []*Indicator {
 	return nil
 }
 
+func (x *CompletionCriteria) GetReport() []*Indicator {
+	if x != nil {
+		return x.Report
+	}
+	return nil
+}
+
 // IndicatorResult is an indicator's last evaluation.
 type IndicatorResult struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Indicator *Indicator             `protobuf:"bytes,1,opt,name=indicator,proto3" json:"indicator,omitempty"`
-	// "success" or "failure".
+	// "success", "failure" or "report".
 	Kind    string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	Matched bool   `protobuf:"varint,3,opt,name=matched,proto3" json:"matched,omitempty"`
 	// Why it did not evaluate (an invalid selector, a script error).
@@ -3296,7 +3307,11 @@ type Run struct {
 	// The completion indicators' last results.
 	Criteria []*IndicatorResult `protobuf:"bytes,21,rep,name=criteria,proto3" json:"criteria,omitempty"`
 	// The person's takeover while one is REQUESTED or ACTIVE (LiveService).
-	Takeover      *Takeover `protobuf:"bytes,22,opt,name=takeover,proto3" json:"takeover,omitempty"`
+	Takeover *Takeover `protobuf:"bytes,22,opt,name=takeover,proto3" json:"takeover,omitempty"`
+	// Structured data the run produced: the data argument of the model's
+	// complete_task call, else the rows of its last browser_extract; unset
+	// when neither. Checked by a test's data_schema oracle.
+	Output        *structpb.Value `protobuf:"bytes,23,opt,name=output,proto3" json:"output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3481,6 +3496,13 @@ func (x *Run) GetCriteria() []*IndicatorResult {
 func (x *Run) GetTakeover() *Takeover {
 	if x != nil {
 		return x.Takeover
+	}
+	return nil
+}
+
+func (x *Run) GetOutput() *structpb.Value {
+	if x != nil {
+		return x.Output
 	}
 	return nil
 }
@@ -4646,10 +4668,11 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\ftext_present\x18\x04 \x01(\tH\x00R\vtextPresent\x12)\n" +
 	"\x0felement_present\x18\x05 \x01(\tH\x00R\x0eelementPresent\x12%\n" +
 	"\rjs_expression\x18\x06 \x01(\tH\x00R\fjsExpressionB\v\n" +
-	"\tcondition\"z\n" +
+	"\tcondition\"\xab\x01\n" +
 	"\x12CompletionCriteria\x121\n" +
 	"\asuccess\x18\x01 \x03(\v2\x17.wayfinder.v1.IndicatorR\asuccess\x121\n" +
-	"\afailure\x18\x02 \x03(\v2\x17.wayfinder.v1.IndicatorR\afailure\"\xad\x01\n" +
+	"\afailure\x18\x02 \x03(\v2\x17.wayfinder.v1.IndicatorR\afailure\x12/\n" +
+	"\x06report\x18\x03 \x03(\v2\x17.wayfinder.v1.IndicatorR\x06report\"\xad\x01\n" +
 	"\x0fIndicatorResult\x125\n" +
 	"\tindicator\x18\x01 \x01(\v2\x17.wayfinder.v1.IndicatorR\tindicator\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
@@ -4826,7 +4849,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\aprofile\x18\b \x01(\tR\aprofile\"8\n" +
 	"\bViewport\x12\x14\n" +
 	"\x05width\x18\x01 \x01(\x05R\x05width\x12\x16\n" +
-	"\x06height\x18\x02 \x01(\x05R\x06height\"\xd7\a\n" +
+	"\x06height\x18\x02 \x01(\x05R\x06height\"\x87\b\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12/\n" +
 	"\x06params\x18\x02 \x01(\v2\x17.wayfinder.v1.RunParamsR\x06params\x12/\n" +
@@ -4854,7 +4877,8 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\ttenant_id\x18\x13 \x01(\tR\btenantId\x12H\n" +
 	"\x10pending_approval\x18\x14 \x01(\v2\x1d.wayfinder.v1.ApprovalRequestR\x0fpendingApproval\x129\n" +
 	"\bcriteria\x18\x15 \x03(\v2\x1d.wayfinder.v1.IndicatorResultR\bcriteria\x122\n" +
-	"\btakeover\x18\x16 \x01(\v2\x16.wayfinder.v1.TakeoverR\btakeover\"\xbb\x01\n" +
+	"\btakeover\x18\x16 \x01(\v2\x16.wayfinder.v1.TakeoverR\btakeover\x12.\n" +
+	"\x06output\x18\x17 \x01(\v2\x16.google.protobuf.ValueR\x06output\"\xbb\x01\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12.\n" +
@@ -5094,6 +5118,7 @@ var file_wayfinder_v1_run_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil),  // 55: google.protobuf.Timestamp
 	(*structpb.Struct)(nil),        // 56: google.protobuf.Struct
 	(*Takeover)(nil),               // 57: wayfinder.v1.Takeover
+	(*structpb.Value)(nil),         // 58: google.protobuf.Value
 }
 var file_wayfinder_v1_run_proto_depIdxs = []int32{
 	16, // 0: wayfinder.v1.RunParams.controller:type_name -> wayfinder.v1.ModelSettings
@@ -5112,89 +5137,91 @@ var file_wayfinder_v1_run_proto_depIdxs = []int32{
 	2,  // 13: wayfinder.v1.ApprovalSettings.on_timeout:type_name -> wayfinder.v1.ApprovalTimeoutPolicy
 	10, // 14: wayfinder.v1.CompletionCriteria.success:type_name -> wayfinder.v1.Indicator
 	10, // 15: wayfinder.v1.CompletionCriteria.failure:type_name -> wayfinder.v1.Indicator
-	10, // 16: wayfinder.v1.IndicatorResult.indicator:type_name -> wayfinder.v1.Indicator
-	55, // 17: wayfinder.v1.ApprovalRequest.request_time:type_name -> google.protobuf.Timestamp
-	55, // 18: wayfinder.v1.ApprovalRequest.answer_time:type_name -> google.protobuf.Timestamp
-	3,  // 19: wayfinder.v1.GovernanceConfig.consent:type_name -> wayfinder.v1.ConsentPolicy
-	4,  // 20: wayfinder.v1.JudgeSettings.strategy:type_name -> wayfinder.v1.JudgeStrategy
-	18, // 21: wayfinder.v1.JudgeSettings.frequency:type_name -> wayfinder.v1.JudgeFrequency
-	16, // 22: wayfinder.v1.JudgeSettings.model:type_name -> wayfinder.v1.ModelSettings
-	56, // 23: wayfinder.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
-	56, // 24: wayfinder.v1.ToolDefinition.output_schema:type_name -> google.protobuf.Struct
-	20, // 25: wayfinder.v1.ToolDefinition.webhook:type_name -> wayfinder.v1.WebhookTool
-	21, // 26: wayfinder.v1.ToolDefinition.mcp:type_name -> wayfinder.v1.McpTool
-	50, // 27: wayfinder.v1.WebhookTool.headers:type_name -> wayfinder.v1.WebhookTool.HeadersEntry
-	54, // 28: wayfinder.v1.WebhookTool.timeout:type_name -> google.protobuf.Duration
-	51, // 29: wayfinder.v1.PromptRunner.headers:type_name -> wayfinder.v1.PromptRunner.HeadersEntry
-	24, // 30: wayfinder.v1.AuthConfig.bindings:type_name -> wayfinder.v1.DomainAuthBinding
-	32, // 31: wayfinder.v1.AuthConfig.global_callback:type_name -> wayfinder.v1.AuthCallback
-	25, // 32: wayfinder.v1.DomainAuthBinding.basic:type_name -> wayfinder.v1.BasicAuth
-	26, // 33: wayfinder.v1.DomainAuthBinding.bearer:type_name -> wayfinder.v1.BearerAuth
-	27, // 34: wayfinder.v1.DomainAuthBinding.api_key:type_name -> wayfinder.v1.ApiKeyAuth
-	28, // 35: wayfinder.v1.DomainAuthBinding.oauth_client_credentials:type_name -> wayfinder.v1.OAuthClientCredentials
-	29, // 36: wayfinder.v1.DomainAuthBinding.cookie:type_name -> wayfinder.v1.CookieAuth
-	31, // 37: wayfinder.v1.DomainAuthBinding.local_storage:type_name -> wayfinder.v1.LocalStorageAuth
-	32, // 38: wayfinder.v1.DomainAuthBinding.custom_callback:type_name -> wayfinder.v1.AuthCallback
-	5,  // 39: wayfinder.v1.BasicAuth.strategy:type_name -> wayfinder.v1.BasicAuthStrategy
-	30, // 40: wayfinder.v1.CookieAuth.cookies:type_name -> wayfinder.v1.Cookie
-	55, // 41: wayfinder.v1.Cookie.expires:type_name -> google.protobuf.Timestamp
-	52, // 42: wayfinder.v1.LocalStorageAuth.entries:type_name -> wayfinder.v1.LocalStorageAuth.EntriesEntry
-	33, // 43: wayfinder.v1.AuthCallback.script:type_name -> wayfinder.v1.LoginScript
-	35, // 44: wayfinder.v1.AuthCallback.webhook:type_name -> wayfinder.v1.CallbackWebhook
-	34, // 45: wayfinder.v1.LoginScript.steps:type_name -> wayfinder.v1.LoginStep
-	53, // 46: wayfinder.v1.CallbackWebhook.headers:type_name -> wayfinder.v1.CallbackWebhook.HeadersEntry
-	54, // 47: wayfinder.v1.CallbackWebhook.timeout:type_name -> google.protobuf.Duration
-	37, // 48: wayfinder.v1.BrowserConfig.viewport:type_name -> wayfinder.v1.Viewport
-	54, // 49: wayfinder.v1.BrowserConfig.navigation_timeout:type_name -> google.protobuf.Duration
-	54, // 50: wayfinder.v1.BrowserConfig.action_timeout:type_name -> google.protobuf.Duration
-	54, // 51: wayfinder.v1.BrowserConfig.run_timeout:type_name -> google.protobuf.Duration
-	7,  // 52: wayfinder.v1.Run.params:type_name -> wayfinder.v1.RunParams
-	0,  // 53: wayfinder.v1.Run.status:type_name -> wayfinder.v1.RunStatus
-	55, // 54: wayfinder.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	55, // 55: wayfinder.v1.Run.start_time:type_name -> google.protobuf.Timestamp
-	55, // 56: wayfinder.v1.Run.end_time:type_name -> google.protobuf.Timestamp
-	41, // 57: wayfinder.v1.Run.error:type_name -> wayfinder.v1.RunError
-	42, // 58: wayfinder.v1.Run.final_verdict:type_name -> wayfinder.v1.JudgeVerdict
-	39, // 59: wayfinder.v1.Run.usage:type_name -> wayfinder.v1.Usage
-	14, // 60: wayfinder.v1.Run.pending_approval:type_name -> wayfinder.v1.ApprovalRequest
-	12, // 61: wayfinder.v1.Run.criteria:type_name -> wayfinder.v1.IndicatorResult
-	57, // 62: wayfinder.v1.Run.takeover:type_name -> wayfinder.v1.Takeover
-	54, // 63: wayfinder.v1.StepTimings.snapshot:type_name -> google.protobuf.Duration
-	54, // 64: wayfinder.v1.StepTimings.model:type_name -> google.protobuf.Duration
-	54, // 65: wayfinder.v1.StepTimings.action:type_name -> google.protobuf.Duration
-	54, // 66: wayfinder.v1.StepTimings.judge:type_name -> google.protobuf.Duration
-	1,  // 67: wayfinder.v1.RunError.category:type_name -> wayfinder.v1.ErrorCategory
-	55, // 68: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
-	55, // 69: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
-	47, // 70: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
-	42, // 71: wayfinder.v1.Step.verdict:type_name -> wayfinder.v1.JudgeVerdict
-	41, // 72: wayfinder.v1.Step.error:type_name -> wayfinder.v1.RunError
-	46, // 73: wayfinder.v1.Step.blocked_requests:type_name -> wayfinder.v1.BlockedRequest
-	40, // 74: wayfinder.v1.Step.timings:type_name -> wayfinder.v1.StepTimings
-	39, // 75: wayfinder.v1.Step.usage:type_name -> wayfinder.v1.Usage
-	56, // 76: wayfinder.v1.PromptRun.request:type_name -> google.protobuf.Struct
-	56, // 77: wayfinder.v1.PromptRun.response:type_name -> google.protobuf.Struct
-	39, // 78: wayfinder.v1.PromptRun.usage:type_name -> wayfinder.v1.Usage
-	55, // 79: wayfinder.v1.PromptRun.start_time:type_name -> google.protobuf.Timestamp
-	54, // 80: wayfinder.v1.PromptRun.latency:type_name -> google.protobuf.Duration
-	55, // 81: wayfinder.v1.BlockedRequest.time:type_name -> google.protobuf.Timestamp
-	56, // 82: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
-	54, // 83: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
-	56, // 84: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
-	55, // 85: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
-	6,  // 86: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
-	0,  // 87: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
-	43, // 88: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
-	38, // 89: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
-	45, // 90: wayfinder.v1.RunEvent.tool:type_name -> wayfinder.v1.ToolEvent
-	42, // 91: wayfinder.v1.RunEvent.verdict:type_name -> wayfinder.v1.JudgeVerdict
-	14, // 92: wayfinder.v1.RunEvent.approval:type_name -> wayfinder.v1.ApprovalRequest
-	57, // 93: wayfinder.v1.RunEvent.takeover:type_name -> wayfinder.v1.Takeover
-	94, // [94:94] is the sub-list for method output_type
-	94, // [94:94] is the sub-list for method input_type
-	94, // [94:94] is the sub-list for extension type_name
-	94, // [94:94] is the sub-list for extension extendee
-	0,  // [0:94] is the sub-list for field type_name
+	10, // 16: wayfinder.v1.CompletionCriteria.report:type_name -> wayfinder.v1.Indicator
+	10, // 17: wayfinder.v1.IndicatorResult.indicator:type_name -> wayfinder.v1.Indicator
+	55, // 18: wayfinder.v1.ApprovalRequest.request_time:type_name -> google.protobuf.Timestamp
+	55, // 19: wayfinder.v1.ApprovalRequest.answer_time:type_name -> google.protobuf.Timestamp
+	3,  // 20: wayfinder.v1.GovernanceConfig.consent:type_name -> wayfinder.v1.ConsentPolicy
+	4,  // 21: wayfinder.v1.JudgeSettings.strategy:type_name -> wayfinder.v1.JudgeStrategy
+	18, // 22: wayfinder.v1.JudgeSettings.frequency:type_name -> wayfinder.v1.JudgeFrequency
+	16, // 23: wayfinder.v1.JudgeSettings.model:type_name -> wayfinder.v1.ModelSettings
+	56, // 24: wayfinder.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
+	56, // 25: wayfinder.v1.ToolDefinition.output_schema:type_name -> google.protobuf.Struct
+	20, // 26: wayfinder.v1.ToolDefinition.webhook:type_name -> wayfinder.v1.WebhookTool
+	21, // 27: wayfinder.v1.ToolDefinition.mcp:type_name -> wayfinder.v1.McpTool
+	50, // 28: wayfinder.v1.WebhookTool.headers:type_name -> wayfinder.v1.WebhookTool.HeadersEntry
+	54, // 29: wayfinder.v1.WebhookTool.timeout:type_name -> google.protobuf.Duration
+	51, // 30: wayfinder.v1.PromptRunner.headers:type_name -> wayfinder.v1.PromptRunner.HeadersEntry
+	24, // 31: wayfinder.v1.AuthConfig.bindings:type_name -> wayfinder.v1.DomainAuthBinding
+	32, // 32: wayfinder.v1.AuthConfig.global_callback:type_name -> wayfinder.v1.AuthCallback
+	25, // 33: wayfinder.v1.DomainAuthBinding.basic:type_name -> wayfinder.v1.BasicAuth
+	26, // 34: wayfinder.v1.DomainAuthBinding.bearer:type_name -> wayfinder.v1.BearerAuth
+	27, // 35: wayfinder.v1.DomainAuthBinding.api_key:type_name -> wayfinder.v1.ApiKeyAuth
+	28, // 36: wayfinder.v1.DomainAuthBinding.oauth_client_credentials:type_name -> wayfinder.v1.OAuthClientCredentials
+	29, // 37: wayfinder.v1.DomainAuthBinding.cookie:type_name -> wayfinder.v1.CookieAuth
+	31, // 38: wayfinder.v1.DomainAuthBinding.local_storage:type_name -> wayfinder.v1.LocalStorageAuth
+	32, // 39: wayfinder.v1.DomainAuthBinding.custom_callback:type_name -> wayfinder.v1.AuthCallback
+	5,  // 40: wayfinder.v1.BasicAuth.strategy:type_name -> wayfinder.v1.BasicAuthStrategy
+	30, // 41: wayfinder.v1.CookieAuth.cookies:type_name -> wayfinder.v1.Cookie
+	55, // 42: wayfinder.v1.Cookie.expires:type_name -> google.protobuf.Timestamp
+	52, // 43: wayfinder.v1.LocalStorageAuth.entries:type_name -> wayfinder.v1.LocalStorageAuth.EntriesEntry
+	33, // 44: wayfinder.v1.AuthCallback.script:type_name -> wayfinder.v1.LoginScript
+	35, // 45: wayfinder.v1.AuthCallback.webhook:type_name -> wayfinder.v1.CallbackWebhook
+	34, // 46: wayfinder.v1.LoginScript.steps:type_name -> wayfinder.v1.LoginStep
+	53, // 47: wayfinder.v1.CallbackWebhook.headers:type_name -> wayfinder.v1.CallbackWebhook.HeadersEntry
+	54, // 48: wayfinder.v1.CallbackWebhook.timeout:type_name -> google.protobuf.Duration
+	37, // 49: wayfinder.v1.BrowserConfig.viewport:type_name -> wayfinder.v1.Viewport
+	54, // 50: wayfinder.v1.BrowserConfig.navigation_timeout:type_name -> google.protobuf.Duration
+	54, // 51: wayfinder.v1.BrowserConfig.action_timeout:type_name -> google.protobuf.Duration
+	54, // 52: wayfinder.v1.BrowserConfig.run_timeout:type_name -> google.protobuf.Duration
+	7,  // 53: wayfinder.v1.Run.params:type_name -> wayfinder.v1.RunParams
+	0,  // 54: wayfinder.v1.Run.status:type_name -> wayfinder.v1.RunStatus
+	55, // 55: wayfinder.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	55, // 56: wayfinder.v1.Run.start_time:type_name -> google.protobuf.Timestamp
+	55, // 57: wayfinder.v1.Run.end_time:type_name -> google.protobuf.Timestamp
+	41, // 58: wayfinder.v1.Run.error:type_name -> wayfinder.v1.RunError
+	42, // 59: wayfinder.v1.Run.final_verdict:type_name -> wayfinder.v1.JudgeVerdict
+	39, // 60: wayfinder.v1.Run.usage:type_name -> wayfinder.v1.Usage
+	14, // 61: wayfinder.v1.Run.pending_approval:type_name -> wayfinder.v1.ApprovalRequest
+	12, // 62: wayfinder.v1.Run.criteria:type_name -> wayfinder.v1.IndicatorResult
+	57, // 63: wayfinder.v1.Run.takeover:type_name -> wayfinder.v1.Takeover
+	58, // 64: wayfinder.v1.Run.output:type_name -> google.protobuf.Value
+	54, // 65: wayfinder.v1.StepTimings.snapshot:type_name -> google.protobuf.Duration
+	54, // 66: wayfinder.v1.StepTimings.model:type_name -> google.protobuf.Duration
+	54, // 67: wayfinder.v1.StepTimings.action:type_name -> google.protobuf.Duration
+	54, // 68: wayfinder.v1.StepTimings.judge:type_name -> google.protobuf.Duration
+	1,  // 69: wayfinder.v1.RunError.category:type_name -> wayfinder.v1.ErrorCategory
+	55, // 70: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
+	55, // 71: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
+	47, // 72: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
+	42, // 73: wayfinder.v1.Step.verdict:type_name -> wayfinder.v1.JudgeVerdict
+	41, // 74: wayfinder.v1.Step.error:type_name -> wayfinder.v1.RunError
+	46, // 75: wayfinder.v1.Step.blocked_requests:type_name -> wayfinder.v1.BlockedRequest
+	40, // 76: wayfinder.v1.Step.timings:type_name -> wayfinder.v1.StepTimings
+	39, // 77: wayfinder.v1.Step.usage:type_name -> wayfinder.v1.Usage
+	56, // 78: wayfinder.v1.PromptRun.request:type_name -> google.protobuf.Struct
+	56, // 79: wayfinder.v1.PromptRun.response:type_name -> google.protobuf.Struct
+	39, // 80: wayfinder.v1.PromptRun.usage:type_name -> wayfinder.v1.Usage
+	55, // 81: wayfinder.v1.PromptRun.start_time:type_name -> google.protobuf.Timestamp
+	54, // 82: wayfinder.v1.PromptRun.latency:type_name -> google.protobuf.Duration
+	55, // 83: wayfinder.v1.BlockedRequest.time:type_name -> google.protobuf.Timestamp
+	56, // 84: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
+	54, // 85: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
+	56, // 86: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
+	55, // 87: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
+	6,  // 88: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
+	0,  // 89: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
+	43, // 90: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
+	38, // 91: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
+	45, // 92: wayfinder.v1.RunEvent.tool:type_name -> wayfinder.v1.ToolEvent
+	42, // 93: wayfinder.v1.RunEvent.verdict:type_name -> wayfinder.v1.JudgeVerdict
+	14, // 94: wayfinder.v1.RunEvent.approval:type_name -> wayfinder.v1.ApprovalRequest
+	57, // 95: wayfinder.v1.RunEvent.takeover:type_name -> wayfinder.v1.Takeover
+	96, // [96:96] is the sub-list for method output_type
+	96, // [96:96] is the sub-list for method input_type
+	96, // [96:96] is the sub-list for extension type_name
+	96, // [96:96] is the sub-list for extension extendee
+	0,  // [0:96] is the sub-list for field type_name
 }
 
 func init() { file_wayfinder_v1_run_proto_init() }
