@@ -3,9 +3,7 @@
 -- never secrets: the API refuses inline ones). A suite lists tests by name,
 -- in order. A suite run snapshots its suite and tests when created, so
 -- later edits do not change it, and keeps one result row per test, written
--- as the test's attempts progress. A suite's webhook secret is sealed with
--- the server's keyring (bound to tenant and suite name) like a catalog
--- tool's headers.
+-- as the test's attempts progress.
 --
 -- runs.output is the structured data a run produced (Run.output), checked
 -- by data_schema oracles.
@@ -27,12 +25,10 @@ CREATE INDEX tests_tags ON tests USING gin (tags);
 CREATE TABLE suites (
     tenant_id      text NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     name           text NOT NULL,
-    -- Suite as protojson, without name and timestamps; a webhook secret is
-    -- "[redacted]" here and sealed in sealed_secret.
+    -- Suite as protojson, without name and timestamps.
     spec           jsonb NOT NULL,
     -- The suite's test names, in order (for the delete check on tests).
     test_names     text[] NOT NULL,
-    sealed_secret  bytea,
     created_at     timestamptz NOT NULL DEFAULT now(),
     updated_at     timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (tenant_id, name)
@@ -47,11 +43,9 @@ CREATE TABLE suite_runs (
     status           text NOT NULL CHECK (status IN ('queued', 'running', 'passed', 'failed', 'cancelled', 'error')),
     -- The tag filter it was started with.
     tags             text[] NOT NULL DEFAULT '{}',
-    -- The Suite (redacted) and the Tests it runs, as protojson, when it
-    -- was created: {"suite": {...}, "tests": [{...}, ...]}.
+    -- The Suite and the Tests it runs, as protojson, when it was created:
+    -- {"suite": {...}, "tests": [{...}, ...]}.
     snapshot         jsonb NOT NULL,
-    -- The suite webhook's secret, sealed (bound to the suite run's id).
-    sealed_secret    bytea,
     cancel_requested boolean NOT NULL DEFAULT false,
     error_message    text NOT NULL DEFAULT '',
     created_at       timestamptz NOT NULL DEFAULT now(),

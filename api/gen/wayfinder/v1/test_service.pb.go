@@ -615,10 +615,6 @@ type Suite struct {
 	Concurrency int32 `protobuf:"varint,5,opt,name=concurrency,proto3" json:"concurrency,omitempty"`
 	// An attempt's limit for tests that set none. Default 5 minutes.
 	DefaultTimeout *durationpb.Duration `protobuf:"bytes,6,opt,name=default_timeout,json=defaultTimeout,proto3" json:"default_timeout,omitempty"`
-	// Notified when a suite run ends: a POST of the SuiteRun, signed like a
-	// run's webhook (docs/api.md). The secret is stored sealed and shown
-	// "[redacted]".
-	Webhook *RunWebhook `protobuf:"bytes,7,opt,name=webhook,proto3" json:"webhook,omitempty"`
 	// Output only.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// Output only.
@@ -695,13 +691,6 @@ func (x *Suite) GetConcurrency() int32 {
 func (x *Suite) GetDefaultTimeout() *durationpb.Duration {
 	if x != nil {
 		return x.DefaultTimeout
-	}
-	return nil
-}
-
-func (x *Suite) GetWebhook() *RunWebhook {
-	if x != nil {
-		return x.Webhook
 	}
 	return nil
 }
@@ -2450,19 +2439,18 @@ const file_wayfinder_v1_test_service_proto_rawDesc = "" +
 	"\n" +
 	"pass_score\x18\x02 \x01(\x01H\x00R\tpassScore\x88\x01\x01\x121\n" +
 	"\x05model\x18\x03 \x01(\v2\x1b.wayfinder.v1.ModelSettingsR\x05modelB\r\n" +
-	"\v_pass_score\"\xfb\x02\n" +
+	"\v_pass_score\"\xcd\x02\n" +
 	"\x05Suite\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
 	"\x05tests\x18\x03 \x03(\tR\x05tests\x12\x12\n" +
 	"\x04tags\x18\x04 \x03(\tR\x04tags\x12 \n" +
 	"\vconcurrency\x18\x05 \x01(\x05R\vconcurrency\x12B\n" +
-	"\x0fdefault_timeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x0edefaultTimeout\x122\n" +
-	"\awebhook\x18\a \x01(\v2\x18.wayfinder.v1.RunWebhookR\awebhook\x12;\n" +
+	"\x0fdefault_timeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x0edefaultTimeout\x12;\n" +
 	"\vcreate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\x93\x04\n" +
+	"updateTimeJ\x04\b\a\x10\b\"\x93\x04\n" +
 	"\bSuiteRun\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05suite\x18\x02 \x01(\tR\x05suite\x124\n" +
@@ -2685,9 +2673,8 @@ var file_wayfinder_v1_test_service_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil), // 36: google.protobuf.Timestamp
 	(*structpb.Struct)(nil),       // 37: google.protobuf.Struct
 	(*ModelSettings)(nil),         // 38: wayfinder.v1.ModelSettings
-	(*RunWebhook)(nil),            // 39: wayfinder.v1.RunWebhook
-	(RunStatus)(0),                // 40: wayfinder.v1.RunStatus
-	(*emptypb.Empty)(nil),         // 41: google.protobuf.Empty
+	(RunStatus)(0),                // 39: wayfinder.v1.RunStatus
+	(*emptypb.Empty)(nil),         // 40: google.protobuf.Empty
 }
 var file_wayfinder_v1_test_service_proto_depIdxs = []int32{
 	34, // 0: wayfinder.v1.Test.params:type_name -> wayfinder.v1.RunParams
@@ -2700,71 +2687,70 @@ var file_wayfinder_v1_test_service_proto_depIdxs = []int32{
 	5,  // 7: wayfinder.v1.Oracle.rubric:type_name -> wayfinder.v1.RubricOracle
 	38, // 8: wayfinder.v1.RubricOracle.model:type_name -> wayfinder.v1.ModelSettings
 	35, // 9: wayfinder.v1.Suite.default_timeout:type_name -> google.protobuf.Duration
-	39, // 10: wayfinder.v1.Suite.webhook:type_name -> wayfinder.v1.RunWebhook
-	36, // 11: wayfinder.v1.Suite.create_time:type_name -> google.protobuf.Timestamp
-	36, // 12: wayfinder.v1.Suite.update_time:type_name -> google.protobuf.Timestamp
-	0,  // 13: wayfinder.v1.SuiteRun.status:type_name -> wayfinder.v1.SuiteRunStatus
-	36, // 14: wayfinder.v1.SuiteRun.create_time:type_name -> google.protobuf.Timestamp
-	36, // 15: wayfinder.v1.SuiteRun.start_time:type_name -> google.protobuf.Timestamp
-	36, // 16: wayfinder.v1.SuiteRun.end_time:type_name -> google.protobuf.Timestamp
-	9,  // 17: wayfinder.v1.SuiteRun.results:type_name -> wayfinder.v1.TestResult
-	8,  // 18: wayfinder.v1.SuiteRun.summary:type_name -> wayfinder.v1.SuiteRunSummary
-	1,  // 19: wayfinder.v1.TestResult.outcome:type_name -> wayfinder.v1.TestOutcome
-	10, // 20: wayfinder.v1.TestResult.attempts:type_name -> wayfinder.v1.TestAttempt
-	36, // 21: wayfinder.v1.TestResult.start_time:type_name -> google.protobuf.Timestamp
-	36, // 22: wayfinder.v1.TestResult.end_time:type_name -> google.protobuf.Timestamp
-	40, // 23: wayfinder.v1.TestAttempt.run_status:type_name -> wayfinder.v1.RunStatus
-	11, // 24: wayfinder.v1.TestAttempt.oracles:type_name -> wayfinder.v1.OracleResult
-	36, // 25: wayfinder.v1.TestAttempt.start_time:type_name -> google.protobuf.Timestamp
-	36, // 26: wayfinder.v1.TestAttempt.end_time:type_name -> google.protobuf.Timestamp
-	2,  // 27: wayfinder.v1.CreateTestRequest.test:type_name -> wayfinder.v1.Test
-	2,  // 28: wayfinder.v1.UpdateTestRequest.test:type_name -> wayfinder.v1.Test
-	2,  // 29: wayfinder.v1.ListTestsResponse.tests:type_name -> wayfinder.v1.Test
-	6,  // 30: wayfinder.v1.CreateSuiteRequest.suite:type_name -> wayfinder.v1.Suite
-	6,  // 31: wayfinder.v1.UpdateSuiteRequest.suite:type_name -> wayfinder.v1.Suite
-	6,  // 32: wayfinder.v1.ListSuitesResponse.suites:type_name -> wayfinder.v1.Suite
-	6,  // 33: wayfinder.v1.ImportSuiteResponse.suite:type_name -> wayfinder.v1.Suite
-	2,  // 34: wayfinder.v1.ImportSuiteResponse.tests:type_name -> wayfinder.v1.Test
-	7,  // 35: wayfinder.v1.ListSuiteRunsResponse.suite_runs:type_name -> wayfinder.v1.SuiteRun
-	12, // 36: wayfinder.v1.TestService.CreateTest:input_type -> wayfinder.v1.CreateTestRequest
-	13, // 37: wayfinder.v1.TestService.UpdateTest:input_type -> wayfinder.v1.UpdateTestRequest
-	14, // 38: wayfinder.v1.TestService.GetTest:input_type -> wayfinder.v1.GetTestRequest
-	15, // 39: wayfinder.v1.TestService.ListTests:input_type -> wayfinder.v1.ListTestsRequest
-	17, // 40: wayfinder.v1.TestService.DeleteTest:input_type -> wayfinder.v1.DeleteTestRequest
-	18, // 41: wayfinder.v1.TestService.CreateSuite:input_type -> wayfinder.v1.CreateSuiteRequest
-	19, // 42: wayfinder.v1.TestService.UpdateSuite:input_type -> wayfinder.v1.UpdateSuiteRequest
-	20, // 43: wayfinder.v1.TestService.GetSuite:input_type -> wayfinder.v1.GetSuiteRequest
-	21, // 44: wayfinder.v1.TestService.ListSuites:input_type -> wayfinder.v1.ListSuitesRequest
-	23, // 45: wayfinder.v1.TestService.DeleteSuite:input_type -> wayfinder.v1.DeleteSuiteRequest
-	24, // 46: wayfinder.v1.TestService.ImportSuite:input_type -> wayfinder.v1.ImportSuiteRequest
-	26, // 47: wayfinder.v1.TestService.ExportSuite:input_type -> wayfinder.v1.ExportSuiteRequest
-	28, // 48: wayfinder.v1.TestService.StartSuiteRun:input_type -> wayfinder.v1.StartSuiteRunRequest
-	29, // 49: wayfinder.v1.TestService.GetSuiteRun:input_type -> wayfinder.v1.GetSuiteRunRequest
-	30, // 50: wayfinder.v1.TestService.ListSuiteRuns:input_type -> wayfinder.v1.ListSuiteRunsRequest
-	32, // 51: wayfinder.v1.TestService.CancelSuiteRun:input_type -> wayfinder.v1.CancelSuiteRunRequest
-	33, // 52: wayfinder.v1.TestService.WatchSuiteRun:input_type -> wayfinder.v1.WatchSuiteRunRequest
-	2,  // 53: wayfinder.v1.TestService.CreateTest:output_type -> wayfinder.v1.Test
-	2,  // 54: wayfinder.v1.TestService.UpdateTest:output_type -> wayfinder.v1.Test
-	2,  // 55: wayfinder.v1.TestService.GetTest:output_type -> wayfinder.v1.Test
-	16, // 56: wayfinder.v1.TestService.ListTests:output_type -> wayfinder.v1.ListTestsResponse
-	41, // 57: wayfinder.v1.TestService.DeleteTest:output_type -> google.protobuf.Empty
-	6,  // 58: wayfinder.v1.TestService.CreateSuite:output_type -> wayfinder.v1.Suite
-	6,  // 59: wayfinder.v1.TestService.UpdateSuite:output_type -> wayfinder.v1.Suite
-	6,  // 60: wayfinder.v1.TestService.GetSuite:output_type -> wayfinder.v1.Suite
-	22, // 61: wayfinder.v1.TestService.ListSuites:output_type -> wayfinder.v1.ListSuitesResponse
-	41, // 62: wayfinder.v1.TestService.DeleteSuite:output_type -> google.protobuf.Empty
-	25, // 63: wayfinder.v1.TestService.ImportSuite:output_type -> wayfinder.v1.ImportSuiteResponse
-	27, // 64: wayfinder.v1.TestService.ExportSuite:output_type -> wayfinder.v1.ExportSuiteResponse
-	7,  // 65: wayfinder.v1.TestService.StartSuiteRun:output_type -> wayfinder.v1.SuiteRun
-	7,  // 66: wayfinder.v1.TestService.GetSuiteRun:output_type -> wayfinder.v1.SuiteRun
-	31, // 67: wayfinder.v1.TestService.ListSuiteRuns:output_type -> wayfinder.v1.ListSuiteRunsResponse
-	7,  // 68: wayfinder.v1.TestService.CancelSuiteRun:output_type -> wayfinder.v1.SuiteRun
-	7,  // 69: wayfinder.v1.TestService.WatchSuiteRun:output_type -> wayfinder.v1.SuiteRun
-	53, // [53:70] is the sub-list for method output_type
-	36, // [36:53] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	36, // 10: wayfinder.v1.Suite.create_time:type_name -> google.protobuf.Timestamp
+	36, // 11: wayfinder.v1.Suite.update_time:type_name -> google.protobuf.Timestamp
+	0,  // 12: wayfinder.v1.SuiteRun.status:type_name -> wayfinder.v1.SuiteRunStatus
+	36, // 13: wayfinder.v1.SuiteRun.create_time:type_name -> google.protobuf.Timestamp
+	36, // 14: wayfinder.v1.SuiteRun.start_time:type_name -> google.protobuf.Timestamp
+	36, // 15: wayfinder.v1.SuiteRun.end_time:type_name -> google.protobuf.Timestamp
+	9,  // 16: wayfinder.v1.SuiteRun.results:type_name -> wayfinder.v1.TestResult
+	8,  // 17: wayfinder.v1.SuiteRun.summary:type_name -> wayfinder.v1.SuiteRunSummary
+	1,  // 18: wayfinder.v1.TestResult.outcome:type_name -> wayfinder.v1.TestOutcome
+	10, // 19: wayfinder.v1.TestResult.attempts:type_name -> wayfinder.v1.TestAttempt
+	36, // 20: wayfinder.v1.TestResult.start_time:type_name -> google.protobuf.Timestamp
+	36, // 21: wayfinder.v1.TestResult.end_time:type_name -> google.protobuf.Timestamp
+	39, // 22: wayfinder.v1.TestAttempt.run_status:type_name -> wayfinder.v1.RunStatus
+	11, // 23: wayfinder.v1.TestAttempt.oracles:type_name -> wayfinder.v1.OracleResult
+	36, // 24: wayfinder.v1.TestAttempt.start_time:type_name -> google.protobuf.Timestamp
+	36, // 25: wayfinder.v1.TestAttempt.end_time:type_name -> google.protobuf.Timestamp
+	2,  // 26: wayfinder.v1.CreateTestRequest.test:type_name -> wayfinder.v1.Test
+	2,  // 27: wayfinder.v1.UpdateTestRequest.test:type_name -> wayfinder.v1.Test
+	2,  // 28: wayfinder.v1.ListTestsResponse.tests:type_name -> wayfinder.v1.Test
+	6,  // 29: wayfinder.v1.CreateSuiteRequest.suite:type_name -> wayfinder.v1.Suite
+	6,  // 30: wayfinder.v1.UpdateSuiteRequest.suite:type_name -> wayfinder.v1.Suite
+	6,  // 31: wayfinder.v1.ListSuitesResponse.suites:type_name -> wayfinder.v1.Suite
+	6,  // 32: wayfinder.v1.ImportSuiteResponse.suite:type_name -> wayfinder.v1.Suite
+	2,  // 33: wayfinder.v1.ImportSuiteResponse.tests:type_name -> wayfinder.v1.Test
+	7,  // 34: wayfinder.v1.ListSuiteRunsResponse.suite_runs:type_name -> wayfinder.v1.SuiteRun
+	12, // 35: wayfinder.v1.TestService.CreateTest:input_type -> wayfinder.v1.CreateTestRequest
+	13, // 36: wayfinder.v1.TestService.UpdateTest:input_type -> wayfinder.v1.UpdateTestRequest
+	14, // 37: wayfinder.v1.TestService.GetTest:input_type -> wayfinder.v1.GetTestRequest
+	15, // 38: wayfinder.v1.TestService.ListTests:input_type -> wayfinder.v1.ListTestsRequest
+	17, // 39: wayfinder.v1.TestService.DeleteTest:input_type -> wayfinder.v1.DeleteTestRequest
+	18, // 40: wayfinder.v1.TestService.CreateSuite:input_type -> wayfinder.v1.CreateSuiteRequest
+	19, // 41: wayfinder.v1.TestService.UpdateSuite:input_type -> wayfinder.v1.UpdateSuiteRequest
+	20, // 42: wayfinder.v1.TestService.GetSuite:input_type -> wayfinder.v1.GetSuiteRequest
+	21, // 43: wayfinder.v1.TestService.ListSuites:input_type -> wayfinder.v1.ListSuitesRequest
+	23, // 44: wayfinder.v1.TestService.DeleteSuite:input_type -> wayfinder.v1.DeleteSuiteRequest
+	24, // 45: wayfinder.v1.TestService.ImportSuite:input_type -> wayfinder.v1.ImportSuiteRequest
+	26, // 46: wayfinder.v1.TestService.ExportSuite:input_type -> wayfinder.v1.ExportSuiteRequest
+	28, // 47: wayfinder.v1.TestService.StartSuiteRun:input_type -> wayfinder.v1.StartSuiteRunRequest
+	29, // 48: wayfinder.v1.TestService.GetSuiteRun:input_type -> wayfinder.v1.GetSuiteRunRequest
+	30, // 49: wayfinder.v1.TestService.ListSuiteRuns:input_type -> wayfinder.v1.ListSuiteRunsRequest
+	32, // 50: wayfinder.v1.TestService.CancelSuiteRun:input_type -> wayfinder.v1.CancelSuiteRunRequest
+	33, // 51: wayfinder.v1.TestService.WatchSuiteRun:input_type -> wayfinder.v1.WatchSuiteRunRequest
+	2,  // 52: wayfinder.v1.TestService.CreateTest:output_type -> wayfinder.v1.Test
+	2,  // 53: wayfinder.v1.TestService.UpdateTest:output_type -> wayfinder.v1.Test
+	2,  // 54: wayfinder.v1.TestService.GetTest:output_type -> wayfinder.v1.Test
+	16, // 55: wayfinder.v1.TestService.ListTests:output_type -> wayfinder.v1.ListTestsResponse
+	40, // 56: wayfinder.v1.TestService.DeleteTest:output_type -> google.protobuf.Empty
+	6,  // 57: wayfinder.v1.TestService.CreateSuite:output_type -> wayfinder.v1.Suite
+	6,  // 58: wayfinder.v1.TestService.UpdateSuite:output_type -> wayfinder.v1.Suite
+	6,  // 59: wayfinder.v1.TestService.GetSuite:output_type -> wayfinder.v1.Suite
+	22, // 60: wayfinder.v1.TestService.ListSuites:output_type -> wayfinder.v1.ListSuitesResponse
+	40, // 61: wayfinder.v1.TestService.DeleteSuite:output_type -> google.protobuf.Empty
+	25, // 62: wayfinder.v1.TestService.ImportSuite:output_type -> wayfinder.v1.ImportSuiteResponse
+	27, // 63: wayfinder.v1.TestService.ExportSuite:output_type -> wayfinder.v1.ExportSuiteResponse
+	7,  // 64: wayfinder.v1.TestService.StartSuiteRun:output_type -> wayfinder.v1.SuiteRun
+	7,  // 65: wayfinder.v1.TestService.GetSuiteRun:output_type -> wayfinder.v1.SuiteRun
+	31, // 66: wayfinder.v1.TestService.ListSuiteRuns:output_type -> wayfinder.v1.ListSuiteRunsResponse
+	7,  // 67: wayfinder.v1.TestService.CancelSuiteRun:output_type -> wayfinder.v1.SuiteRun
+	7,  // 68: wayfinder.v1.TestService.WatchSuiteRun:output_type -> wayfinder.v1.SuiteRun
+	52, // [52:69] is the sub-list for method output_type
+	35, // [35:52] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_wayfinder_v1_test_service_proto_init() }
