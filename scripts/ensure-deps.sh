@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Wayfinder needs at run time and in tests when it is missing:
 # Debian's Chromium (never a downloaded browser) and the PostgreSQL server
-# binaries (for the managed local Postgres). Installs with apt-get when run
+# binaries (for the managed local Postgres), and xmllint (the tests validate
+# JUnit reports against their XML schema). Installs with apt-get when run
 # as root on Debian/Ubuntu; otherwise says what to install.
 set -euo pipefail
 
@@ -17,6 +18,7 @@ have_postgres() {
 }
 have_chromium || missing+=(chromium fonts-liberation)
 have_postgres || missing+=(postgresql)
+command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -95,7 +95,10 @@ func testConfig(t *testing.T, dbURL string, o serverOpts) config.Config {
 	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.DatabaseURL, cfg.DataDir = dbURL, dataDir
 	cfg.BrowserCapacity = 2
-	cfg.RunTimeout, cfg.ShutdownTimeout = time.Minute, 10*time.Second
+	// A run's limit is generous: `go test ./...` runs this package beside
+	// others on two cores, and a run that merely waits for CPU must not
+	// end RUN_TIMEOUT. Tests of the limit set their own (serverOpts).
+	cfg.RunTimeout, cfg.ShutdownTimeout = 3*time.Minute, 10*time.Second
 	if o.role != "" {
 		cfg.Role = o.role
 	}
@@ -255,7 +258,7 @@ func params(url string) *wfv1.RunParams {
 // collectEvents streams a run's events until the stream ends.
 func collectEvents(t *testing.T, client wfv1.RunServiceClient, runID string, after int64) []*wfv1.RunEvent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	stream, err := client.StreamRunEvents(ctx, &wfv1.StreamRunEventsRequest{RunId: runID, AfterSequence: after})
 	require.NoError(t, err)
@@ -281,7 +284,7 @@ func eventTypes(evs []*wfv1.RunEvent) []wfv1.RunEventType {
 // waitForEvent follows a run's events until one of type typ arrives.
 func waitForEvent(t *testing.T, client wfv1.RunServiceClient, runID string, typ wfv1.RunEventType) *wfv1.RunEvent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	stream, err := client.StreamRunEvents(ctx, &wfv1.StreamRunEventsRequest{RunId: runID})
 	require.NoError(t, err)
@@ -329,7 +332,7 @@ func restJSONKey(t *testing.T, method, url, key, body string, out any) int {
 // ndjson reads a newline-delimited JSON stream.
 func ndjson(t *testing.T, url string) []map[string]any {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	require.NoError(t, err)
