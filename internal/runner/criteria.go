@@ -48,15 +48,31 @@ type Criteria struct {
 	Success []Indicator
 	// Failure: any that holds after a step ends the run FAILED.
 	Failure []Indicator
+	// Report are evaluated and recorded like the others but never change
+	// the run's course: what a test's final-page oracles read.
+	Report []Indicator
 }
 
-func (c Criteria) empty() bool { return len(c.Success) == 0 && len(c.Failure) == 0 }
+func (c Criteria) empty() bool {
+	return len(c.Success) == 0 && len(c.Failure) == 0 && len(c.Report) == 0
+}
+
+// IndicatorSet names the list of Criteria an indicator belongs to; its
+// value is the kind Run.criteria records.
+type IndicatorSet string
+
+// Indicator sets.
+const (
+	SetSuccess IndicatorSet = "success"
+	SetFailure IndicatorSet = "failure"
+	SetReport  IndicatorSet = "report"
+)
 
 // IndicatorResult is an indicator's evaluation after a step.
 type IndicatorResult struct {
 	Indicator Indicator
-	// Success tells a success indicator from a failure indicator.
-	Success bool
+	// Set is the list the indicator belongs to.
+	Set     IndicatorSet
 	Matched bool
 	// Err says why it could not be evaluated (an invalid selector, a
 	// script error); it did not match.
@@ -80,19 +96,21 @@ type criteriaCheck struct {
 
 // checkCriteria evaluates the run's indicators on the current page, records
 // the results with the step and returns them; nil when the run declares
-// none.
+// none. Report indicators are recorded only: they take no part in the
+// decision fields.
 func (ru *run) checkCriteria() *criteriaCheck {
 	c := ru.p.Criteria
 	if c.empty() || ru.obs == nil {
 		return nil
 	}
+	ru.criteriaStale = false
 	check := &criteriaCheck{}
 	for _, set := range []struct {
-		list    []Indicator
-		success bool
-	}{{c.Success, true}, {c.Failure, false}} {
+		list []Indicator
+		set  IndicatorSet
+	}{{c.Success, SetSuccess}, {c.Failure, SetFailure}, {c.Report, SetReport}} {
 		for _, ind := range set.list {
-			r := IndicatorResult{Indicator: ind, Success: set.success, Step: ru.step}
+			r := IndicatorResult{Indicator: ind, Set: set.set, Step: ru.step}
 			matched, err := ru.evalIndicator(ind)
 			if err != nil {
 				r.Err = ru.redact.String(err.Error())
@@ -105,16 +123,35 @@ func (ru *run) checkCriteria() *criteriaCheck {
 	for i := range check.results {
 		r := &check.results[i]
 		switch {
-		case r.Success && !r.Matched:
+		case r.Set == SetSuccess && !r.Matched:
 			check.allSuccess = false
 			check.unmet = append(check.unmet, indicatorName(r.Indicator))
-		case !r.Success && r.Matched && check.failed == nil:
+		case r.Set == SetFailure && r.Matched && check.failed == nil:
 			check.failed = r
 		}
 	}
 	ru.criteria = check.results
 	ru.rec.Criteria = check.results
 	return check
+}
+
+// finalCriteria evaluates the indicators once more, for the record only,
+// when the run ends on a page observed since their last evaluation (a hook
+// or a checkpoint ended the turn before it, a browser restart or a refused
+// claim cut the turn short before the step limit, a person handed the
+// page back): the last results are those of the page as the run left it.
+// An interrupted run, or one whose browser is gone, keeps its last
+// evaluation.
+func (ru *run) finalCriteria(res Result) {
+	if !ru.criteriaStale || ru.rec == nil || res.Status == StatusInterrupted || ru.ctx.Err() != nil {
+		return
+	}
+	select {
+	case <-ru.b.Done():
+		return
+	default:
+	}
+	ru.checkCriteria()
 }
 
 // evalIndicator evaluates one indicator on the current page.

@@ -49,7 +49,7 @@ func TestIndicatorKinds(t *testing.T) {
 				require.True(t, r.Matched, "%+v", r)
 				require.Empty(t, r.Err)
 				require.Equal(t, 2, r.Step)
-				require.Equal(t, success, r.Success)
+				require.Equal(t, map[bool]IndicatorSet{true: SetSuccess, false: SetFailure}[success], r.Set)
 				if success {
 					require.Equal(t, StatusCompleted, res.Status, "%+v", res.Err)
 					require.True(t, res.Verdict.Done)
@@ -110,6 +110,6 @@ func TestCriteriaConfirmSuccess(t *testing.T) {
 	require.Equal(t, StatusCompleted, res.Status, "%+v", res.Err)
 	require.Len(t, res.Criteria, len(paidIndicators)+1)
 	for _, r := range res.Criteria {
-		require.Equal(t, r.Success, r.Matched, "%+v", r)
+		require.Equal(t, r.Set == SetSuccess, r.Matched, "%+v", r)
 	}
 }

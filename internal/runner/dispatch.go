@@ -39,6 +39,8 @@ type toolArgs struct {
 	// complete_task and request_human_approval
 	Status string `json:"status"`
 	Reason string `json:"reason"`
+	// complete_task: any JSON value, kept as sent.
+	Data json.RawMessage `json:"data"`
 }
 
 func parseArgs(raw json.RawMessage) (toolArgs, map[string]any, error) {

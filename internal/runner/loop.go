@@ -71,8 +71,14 @@ type run struct {
 	// unanswered approval's timeout policy ended the run.
 	cps   checkpointState
 	ended *Result
-	// criteria are the completion indicators' last results.
-	criteria []IndicatorResult
+	// criteria are the completion indicators' last results;
+	// criteriaStale is set when the page was observed anew since.
+	criteria      []IndicatorResult
+	criteriaStale bool
+	// output is the data of the complete_task call that ended the run;
+	// extracted the rows of the last successful browser_extract (both
+	// redacted JSON values, nil for none).
+	output, extracted any
 	// secrets are substituted into fill and type actions; redact hides
 	// their values (and Params.Redact) from the model and the record.
 	secrets *secrets
@@ -273,10 +279,7 @@ func (ru *run) run() (Result, error) {
 			return ru.end(res)
 		}
 		if ru.step-ru.humanSteps >= ru.p.MaxSteps {
-			if err := ru.finishStep(); err != nil {
-				return Result{}, err
-			}
-			return ru.result(Result{Status: StatusMaxSteps, Reason: fmt.Sprintf("the step limit (%d) was reached before the goal was confirmed", ru.p.MaxSteps)}), nil
+			return ru.end(Result{Status: StatusMaxSteps, Reason: fmt.Sprintf("the step limit (%d) was reached before the goal was confirmed", ru.p.MaxSteps)})
 		}
 		if err := ru.finishStep(); err != nil {
 			return Result{}, err
@@ -302,6 +305,7 @@ func (ru *run) end(res Result) (Result, error) {
 		if res.Err != nil && ru.rec.Err == nil && res.Status != StatusInterrupted {
 			ru.rec.Err = res.Err
 		}
+		ru.finalCriteria(res)
 		if err := ru.finishStep(); err != nil {
 			return Result{}, err
 		}
@@ -313,6 +317,14 @@ func (ru *run) result(res Result) Result {
 	res.Steps = ru.step
 	res.Usage, res.CostUSD = ru.usage, ru.cost
 	res.Criteria = ru.criteria
+	switch {
+	case ru.output != nil:
+		res.Output = ru.output
+	case ru.extracted != nil:
+		res.Output = ru.extracted
+	default:
+		res.Output = ru.p.PriorOutput
+	}
 	if res.Verdict == nil {
 		res.Verdict = ru.verdict
 	}
@@ -487,6 +499,7 @@ func (ru *run) takeObservation(snap *browser.Snapshot) bool {
 	}
 	ru.obs = o
 	ru.lastURL = o.url
+	ru.criteriaStale = true
 	if o.img != nil {
 		ru.history = append(ru.history, *o.img)
 		if n := ru.p.ScreenshotHistoryDepth + 1; len(ru.history) > n {
@@ -634,6 +647,9 @@ func (ru *run) turn() (res Result, done bool, err error) {
 	}
 	check := ru.checkCriteria()
 	if r, done := ru.decideByCriteria(&t, check, &out); done {
+		if out.claim != nil {
+			ru.output = out.data
+		}
 		ru.answerUnanswered(&t, resp.ToolCalls, "not executed: the run ended")
 		ru.conv.turns = append(ru.conv.turns, t)
 		return r, true, nil
@@ -659,6 +675,7 @@ func (ru *run) turn() (res Result, done bool, err error) {
 		ru.conv.turns = append(ru.conv.turns, t)
 		ru.attachObservation(&ru.conv.turns[len(ru.conv.turns)-1])
 		if ack {
+			ru.output = out.data
 			if out.claim.Status == "success" {
 				return Result{Status: StatusCompleted, Verdict: &v, Reason: out.claim.Reason}, true, nil
 			}
@@ -785,9 +802,11 @@ func assistantMessage(resp *llm.Response) llm.Message {
 
 // executed is what a turn's tool calls did.
 type executed struct {
-	snapshot   *browser.Snapshot // the newest page snapshot an action returned
-	claim      *judge.Claim
-	claimCall  llm.ToolCall
+	snapshot  *browser.Snapshot // the newest page snapshot an action returned
+	claim     *judge.Claim
+	claimCall llm.ToolCall
+	// data is the claim's data argument, nil for none.
+	data       any
 	forceJudge bool
 	// acted: a browser action ran (checkpoints are evaluated after it).
 	acted       bool
@@ -820,7 +839,13 @@ func (ru *run) execute(calls []llm.ToolCall, t *turn) executed {
 				ru.answerError(t, call, args, "invalid_params", `status must be "success" or "failed"`, 0)
 				continue
 			}
-			out.claim, out.claimCall = &judge.Claim{Status: a.Status, Reason: a.Reason}, call
+			data, err := claimData(a.Data)
+			if err != nil {
+				args["data"] = fmt.Sprintf("(%d bytes, not kept)", len(a.Data))
+				ru.answerError(t, call, args, "invalid_params", err.Error(), 0)
+				continue
+			}
+			out.claim, out.claimCall, out.data = &judge.Claim{Status: a.Status, Reason: a.Reason}, call, data
 			ru.rec.Actions = append(ru.rec.Actions, Action{Tool: call.Name, Arguments: args, Outcome: "ok"})
 			t.summary = append(t.summary, summarize(call.Name, a, "ok"))
 			stopped = "not executed: complete_task ends the turn"
@@ -956,6 +981,9 @@ func (ru *run) browserTool(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 	}
 	if res.Snapshot != nil {
 		out.snapshot = res.Snapshot
+	}
+	if act.Kind == browser.ActionExtract && res.Error == nil && res.Rows != nil {
+		ru.extracted = toJSONValue(res.Rows) // redacted with the result above
 	}
 	outcome, msg := "ok", res.Note
 	if res.Error != nil {

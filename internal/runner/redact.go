@@ -354,6 +354,7 @@ func (r *Redactor) Result(res Result) Result {
 	}
 	res.Err, res.Verdict = r.Error(res.Err), r.Verdict(res.Verdict)
 	res.FinalURL, res.Reason = r.String(res.FinalURL), r.String(res.Reason)
+	res.Output = r.Value(res.Output)
 	return res
 }
 

@@ -134,9 +134,14 @@ type Params struct {
 	// Approvals) when the page after an action matches one; the model
 	// cannot bypass them. Default none.
 	Checkpoints []Checkpoint
-	// Criteria are the run's success and failure indicators, evaluated
-	// after every step. Default none.
+	// Criteria are the run's success, failure and report indicators,
+	// evaluated after every step. Default none.
 	Criteria Criteria
+	// PriorOutput is what a resumed run had produced before it was
+	// resumed (the rows of its last successful browser_extract, as
+	// recorded): Result.Output when this execution produces none.
+	// Default none.
+	PriorOutput any
 	// Takeover lets a person take the browser between steps; what they
 	// did is recorded as a step by actor "human" and told to the model.
 	// Default none.
@@ -354,6 +359,12 @@ type Result struct {
 	// Criteria are the completion indicators' last results, nil when the
 	// run declares none.
 	Criteria []IndicatorResult
+	// Output is the structured data the run produced, a JSON value (maps,
+	// slices, strings, float64s, booleans): the data argument of the
+	// complete_task call that ended the run COMPLETED or FAILED, else the
+	// rows of its last successful browser_extract (a list of objects of
+	// strings), else Params.PriorOutput; nil when none. Redacted.
+	Output any
 }
 
 // Runner executes runs.

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -62,7 +63,7 @@ var engineTools = []llm.Tool{
 	{Name: ToolApproval, Description: "Ask a human to approve an action before you take it (payments, deletions, anything irreversible). The run pauses until they answer {approved, message}; a rejection's message tells you what to do instead.",
 		InputSchema: schema(`"action":{"type":"string","description":"What you want to do."},"reason":{"type":"string","description":"Why it needs approval."}`, "action", "reason")},
 	{Name: ToolComplete, Description: "Signal that the task is finished: status success when the goal is achieved (the judge verifies it; if it is not confirmed you get acknowledged:false with the reason and must continue), failed when it cannot be achieved. You MUST call this to end the task.",
-		InputSchema: schema(`"status":{"type":"string","enum":["success","failed"]},"reason":{"type":"string","description":"What you observed that shows the outcome."}`, "status", "reason")},
+		InputSchema: schema(`"status":{"type":"string","enum":["success","failed"]},"reason":{"type":"string","description":"What you observed that shows the outcome."},"data":{"description":"Optional: the structured answer the goal asks for, e.g. extracted values (any JSON value, at most 256 KiB)."}`, "status", "reason")},
 	{Name: ToolNavigate, Description: "Open a URL in the current tab (only allowed domains)." + refNote + " Example: {\"url\":\"https://example.com/reports\"}. Errors: domain_blocked, timeout, action_failed.",
 		InputSchema: schema(`"url":{"type":"string","description":"Absolute URL."},`+common, "url")},
 	{Name: ToolBack, Description: "Go back in the tab's history." + refNote,
@@ -83,6 +84,30 @@ var engineTools = []llm.Tool{
 		InputSchema: schema(`"action":{"type":"string","enum":["list","switch","close"]},"tab":{"type":"string"},`+common, "action")},
 	{Name: ToolExtract, Description: "Read rows of data: rows is a CSS selector for each item, fields maps output keys to a CSS selector inside the row (text), \"css@attr\" (attribute) or \"\" (the row's text). Example: {\"rows\":\"table tr\",\"fields\":{\"name\":\"td:nth-child(1)\"}}.",
 		InputSchema: schema(`"rows":{"type":"string"},"fields":{"type":"object","additionalProperties":{"type":"string"}},"limit":{"type":"integer","minimum":1,"maximum":1000},`+common, "rows", "fields")},
+}
+
+// MaxOutputSize is the largest complete_task data, in bytes of compact
+// JSON, a run keeps as its output; a larger one is answered invalid_params.
+const MaxOutputSize = 256 << 10
+
+// claimData decodes complete_task's data argument: nil when absent or
+// null, an error when it is over MaxOutputSize.
+func claimData(raw json.RawMessage) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return nil, fmt.Errorf("data is not valid JSON: %w", err)
+	}
+	if b.Len() > MaxOutputSize {
+		return nil, fmt.Errorf("data is %d bytes as JSON, over the limit of %d (256 KiB): send only the values the goal asks for", b.Len(), MaxOutputSize)
+	}
+	var v any
+	if err := json.Unmarshal(b.Bytes(), &v); err != nil {
+		return nil, fmt.Errorf("data is not valid JSON: %w", err)
+	}
+	return v, nil
 }
 
 // schema builds an object schema from property JSON and required names.
