@@ -82,20 +82,8 @@ func (s *RunService) create(ctx context.Context, params *wfv1.RunParams, request
 	if err := v.Err(); err != nil {
 		return nil, false, err
 	}
-	params, err := validateParams(params, s.cfg.MaxRunTimeout)
+	params, err := s.checkRunParams(ctx, params)
 	if err != nil {
-		return nil, false, err
-	}
-	if err := checkModels(s.cfg.Models, params); err != nil {
-		return nil, false, err
-	}
-	if err := checkCredentials(ctx, s.cfg.Store, params); err != nil {
-		return nil, false, err
-	}
-	if err := checkCatalogTools(ctx, s.cfg.Store, params); err != nil {
-		return nil, false, err
-	}
-	if err := checkPrompts(ctx, s.cfg.Store, params); err != nil {
 		return nil, false, err
 	}
 	carrier := propagation.MapCarrier{}
@@ -127,6 +115,29 @@ func (s *RunService) create(ctx context.Context, params *wfv1.RunParams, request
 		s.cfg.Logger.InfoContext(ctx, "run created", "run_id", run.Id, "tenant", nr.Tenant, "start_url", params.StartUrl)
 	}
 	return run, created, nil
+}
+
+// checkRunParams checks params as CreateRun does (fields, models, and
+// the caller's tenant's credentials, catalog tools and prompts they name)
+// and returns a copy with every default filled in.
+func (s *RunService) checkRunParams(ctx context.Context, params *wfv1.RunParams) (*wfv1.RunParams, error) {
+	params, err := validateParams(params, s.cfg.MaxRunTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkModels(s.cfg.Models, params); err != nil {
+		return nil, err
+	}
+	if err := checkCredentials(ctx, s.cfg.Store, params); err != nil {
+		return nil, err
+	}
+	if err := checkCatalogTools(ctx, s.cfg.Store, params); err != nil {
+		return nil, err
+	}
+	if err := checkPrompts(ctx, s.cfg.Store, params); err != nil {
+		return nil, err
+	}
+	return params, nil
 }
 
 // GetRun implements wayfinder.v1.RunService.

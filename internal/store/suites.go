@@ -315,6 +315,14 @@ func upsertSuite(ctx context.Context, tx pgx.Tx, tenantID string, su *wfv1.Suite
 	if err != nil {
 		return nil, err
 	}
+	if !allowMissing {
+		// A missing suite is NOT_FOUND whatever it lists.
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM suites WHERE tenant_id = $1 AND name = $2 FOR UPDATE`, tenantID, su.GetName()).Scan(&one)
+		if err != nil {
+			return nil, notFound("suite", su.GetName(), err)
+		}
+	}
 	if err := checkSuiteTests(ctx, tx, tenantID, su); err != nil {
 		return nil, err
 	}
