@@ -218,16 +218,9 @@ func describe(n *yaml.Node) string {
 		case "!!int", "!!float":
 			return "a number (" + n.Value + ")"
 		}
-		return fmt.Sprintf("a string (%q)", clip(n.Value, 40))
+		return fmt.Sprintf("a string (%q)", clipRunes(n.Value, 40))
 	}
 	return "something else"
-}
-
-func clip(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
 
 // entry is one key of a mapping.
