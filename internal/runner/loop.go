@@ -189,6 +189,9 @@ func (r *Runner) newRun(ctx context.Context, b Browser, p Params, sink Sink) (*r
 	if len(sec.order) > 0 {
 		ru.secrets = sec
 	}
+	if p.PriorExtract != nil {
+		ru.extracted = outputRows(p.PriorExtract)
+	}
 	policy := llm.DefaultRetryPolicy()
 	if r.Retry != nil {
 		policy = *r.Retry
@@ -317,13 +320,9 @@ func (ru *run) result(res Result) Result {
 	res.Steps = ru.step
 	res.Usage, res.CostUSD = ru.usage, ru.cost
 	res.Criteria = ru.criteria
-	switch {
-	case ru.output != nil:
-		res.Output = ru.output
-	case ru.extracted != nil:
+	res.Output = ru.output
+	if res.Output == nil && ru.extracted != nil {
 		res.Output = ru.extracted
-	default:
-		res.Output = ru.p.PriorOutput
 	}
 	if res.Verdict == nil {
 		res.Verdict = ru.verdict
@@ -983,7 +982,7 @@ func (ru *run) browserTool(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 		out.snapshot = res.Snapshot
 	}
 	if act.Kind == browser.ActionExtract && res.Error == nil && res.Rows != nil {
-		ru.extracted = toJSONValue(res.Rows) // redacted with the result above
+		ru.extracted = outputRows(res.Rows) // redacted with the result above
 	}
 	outcome, msg := "ok", res.Note
 	if res.Error != nil {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -44,15 +45,15 @@ func outputParams(s *site, m llm.Model) Params {
 }
 
 // Run.output is the data of the complete_task call that ended the run,
-// else the rows of the last successful extract (else what the run had
-// produced before it was resumed), else nothing.
+// else the rows of the last successful extract (that of a previous
+// execution of a resumed run included), else nothing.
 func TestRunOutput(t *testing.T) {
 	t.Parallel()
 	answer := map[string]any{"apple": 1.2, "items": []any{"Apple", "Pear"}, "cheap": true}
 	tests := []struct {
 		name   string
 		turns  []llm.Turn
-		prior  any
+		prior  []map[string]string
 		status Status
 		want   any
 	}{
@@ -62,8 +63,10 @@ func TestRunOutput(t *testing.T) {
 		{"the last extract without data", []llm.Turn{extractTurn(), completeTurn("success", "read")}, nil, StatusCompleted, priceRows},
 		{"null data is none", []llm.Turn{extractTurn(), completeWith("success", "read", nil)}, nil, StatusCompleted, priceRows},
 		{"the extract when the run hits its step limit", []llm.Turn{extractTurn(), scrollTurn()}, nil, StatusMaxSteps, priceRows},
-		{"an extract of this execution wins over the prior output", []llm.Turn{extractTurn(), completeTurn("success", "read")}, "before", StatusCompleted, priceRows},
-		{"the prior output when this execution has none", []llm.Turn{completeTurn("success", "read")}, priceRows, StatusCompleted, priceRows},
+		{"an extract of this execution wins over the prior one", []llm.Turn{extractTurn(), completeTurn("success", "read")},
+			[]map[string]string{{"name": "before"}}, StatusCompleted, priceRows},
+		{"the prior extract when this execution has none", []llm.Turn{completeTurn("success", "read")},
+			[]map[string]string{{"name": "before"}}, StatusCompleted, []any{map[string]any{"name": "before"}}},
 		{"nothing", []llm.Turn{scrollTurn(), completeTurn("success", "read")}, nil, StatusCompleted, nil},
 	}
 	for _, tc := range tests {
@@ -72,7 +75,7 @@ func TestRunOutput(t *testing.T) {
 			s := newSite(t, outputPages)
 			p := outputParams(s, llm.NewScripted("controller", tc.turns...))
 			p.MaxSteps = 2
-			p.PriorOutput = tc.prior
+			p.PriorExtract = tc.prior
 			res, sink := execute(t, runCtx(t), nil, p)
 			require.Equal(t, tc.status, res.Status, "%+v", res.Err)
 			require.Equal(t, tc.want, res.Output)
@@ -126,6 +129,23 @@ func TestRunOutputTooLarge(t *testing.T) {
 	res, _ = execute(t, runCtx(t), nil, outputParams(s2, llm.NewScripted("controller", completeWith("success", "read", fits))))
 	require.Equal(t, StatusCompleted, res.Status, "%+v", res.Err)
 	require.Equal(t, fits, res.Output)
+}
+
+// An extract's rows are kept as output up to MaxOutputSize: the leading
+// rows that fit.
+func TestOutputRows(t *testing.T) {
+	t.Parallel()
+	row := func(n int) map[string]string { return map[string]string{"v": strings.Repeat("a", n)} }
+	size := func(v any) int { b, err := json.Marshal(v); require.NoError(t, err); return len(b) }
+	third := MaxOutputSize / 3
+	require.Len(t, outputRows([]map[string]string{row(third), row(third), row(third)}), 2)
+	require.Len(t, outputRows([]map[string]string{row(10), row(MaxOutputSize), row(10)}), 1, "the rows before the first that does not fit")
+	require.Equal(t, []any{}, outputRows(nil))
+	// Exactly at the limit: [{"v":"…"}] is 10 bytes besides the text.
+	fit := outputRows([]map[string]string{row(MaxOutputSize - 10)})
+	require.Len(t, fit, 1)
+	require.Equal(t, MaxOutputSize, size(fit))
+	require.Empty(t, outputRows([]map[string]string{row(MaxOutputSize - 9)}))
 }
 
 // Secrets the runner knows never reach the output: not in the claim's

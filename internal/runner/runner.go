@@ -137,11 +137,11 @@ type Params struct {
 	// Criteria are the run's success, failure and report indicators,
 	// evaluated after every step. Default none.
 	Criteria Criteria
-	// PriorOutput is what a resumed run had produced before it was
-	// resumed (the rows of its last successful browser_extract, as
-	// recorded): Result.Output when this execution produces none.
+	// PriorExtract, for a resumed run, are the rows of the last
+	// successful browser_extract it recorded before it was resumed: its
+	// output falls back to them until this execution extracts again.
 	// Default none.
-	PriorOutput any
+	PriorExtract []map[string]string
 	// Takeover lets a person take the browser between steps; what they
 	// did is recorded as a step by actor "human" and told to the model.
 	// Default none.
@@ -363,7 +363,9 @@ type Result struct {
 	// slices, strings, float64s, booleans): the data argument of the
 	// complete_task call that ended the run COMPLETED or FAILED, else the
 	// rows of its last successful browser_extract (a list of objects of
-	// strings), else Params.PriorOutput; nil when none. Redacted.
+	// strings, cut to the leading rows that fit in MaxOutputSize; those
+	// of Params.PriorExtract when this execution extracted nothing); nil
+	// when none. Redacted.
 	Output any
 }
 

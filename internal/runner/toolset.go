@@ -86,8 +86,9 @@ var engineTools = []llm.Tool{
 		InputSchema: schema(`"rows":{"type":"string"},"fields":{"type":"object","additionalProperties":{"type":"string"}},"limit":{"type":"integer","minimum":1,"maximum":1000},`+common, "rows", "fields")},
 }
 
-// MaxOutputSize is the largest complete_task data, in bytes of compact
-// JSON, a run keeps as its output; a larger one is answered invalid_params.
+// MaxOutputSize is the largest output a run keeps, in bytes of compact
+// JSON: larger complete_task data is answered invalid_params, and an
+// extract's rows are cut to the leading rows that fit.
 const MaxOutputSize = 256 << 10
 
 // claimData decodes complete_task's data argument: nil when absent or
@@ -108,6 +109,28 @@ func claimData(raw json.RawMessage) (any, error) {
 		return nil, fmt.Errorf("data is not valid JSON: %w", err)
 	}
 	return v, nil
+}
+
+// outputRows is an extract's rows as a run's output: the leading rows
+// that fit in MaxOutputSize as a JSON array.
+func outputRows(rows []map[string]string) []any {
+	out := make([]any, 0, len(rows))
+	size := 1 // "[", then each row with its "," or "]"
+	for _, row := range rows {
+		b, err := json.Marshal(row)
+		if err != nil {
+			break
+		}
+		if size += len(b) + 1; size > MaxOutputSize {
+			break
+		}
+		m := make(map[string]any, len(row))
+		for k, v := range row {
+			m[k] = v
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // schema builds an object schema from property JSON and required names.

@@ -136,10 +136,12 @@ func TestRunCriteria(t *testing.T) {
 	results := []*wfv1.IndicatorResult{
 		{Indicator: &wfv1.Indicator{Name: "done", Condition: &wfv1.Indicator_TitlePattern{TitlePattern: "Done"}}, Kind: "success", Matched: true, StepNumber: 3},
 		{Indicator: &wfv1.Indicator{Name: "err", Condition: &wfv1.Indicator_ElementPresent{ElementPresent: "[["}}, Kind: "failure", Error: "invalid selector", StepNumber: 3},
+		{Indicator: &wfv1.Indicator{Name: "greeting", Condition: &wfv1.Indicator_TextPresent{TextPresent: "Welcome back"}}, Kind: "report", Matched: true, StepNumber: 3},
 	}
 	require.NoError(t, s.SetRunCriteria(t.Context(), run.Id, results))
 	got := getRun(t, s, run.Id).Criteria
-	require.Len(t, got, 2)
+	require.Len(t, got, 3)
+	require.Equal(t, "report", got[2].Kind)
 	for i := range results {
 		require.True(t, proto.Equal(results[i], got[i]), "%v != %v", results[i], got[i])
 	}

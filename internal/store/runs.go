@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
@@ -174,7 +175,7 @@ const runColumns = `id, coalesce(request_id, ''), status, params, created_at, st
 	coalesce(final_screenshot_media_id::text, ''), coalesce(final_url, ''), final_verdict,
 	cancel_requested, attempts, last_event_seq,
 	input_tokens, output_tokens, cached_input_tokens, cost_usd::float8, model_calls, coalesce(summary, ''), tenant_id,
-	criteria, ` + pendingApprovalColumn + `, ` + openTakeoverColumn
+	criteria, ` + pendingApprovalColumn + `, ` + openTakeoverColumn + `, output`
 
 func scanRun(row pgx.Row) (*wfv1.Run, error) {
 	var (
@@ -182,6 +183,7 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 		status, errCategory, errMsg  string
 		params, verdict              []byte
 		criteria, pending, takeover  []byte
+		output                       []byte
 		created                      time.Time
 		started, ended               *time.Time
 		stepCount, errStep, attempts int32
@@ -193,7 +195,7 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 		&run.FinalScreenshotMediaId, &run.FinalUrl, &verdict,
 		&run.CancelRequested, &attempts, &run.LastEventSequence,
 		&usage.InputTokens, &usage.OutputTokens, &usage.CachedInputTokens, &usage.CostUsd, &usage.ModelCalls, &run.Summary, &run.TenantId,
-		&criteria, &pending, &takeover)
+		&criteria, &pending, &takeover, &output)
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +234,12 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 	}
 	if run.Criteria, err = decodeCriteria(criteria); err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.Id, err)
+	}
+	if output != nil {
+		run.Output = &structpb.Value{}
+		if err := protojson.Unmarshal(output, run.Output); err != nil {
+			return nil, fmt.Errorf("decode output of run %s: %w", run.Id, err)
+		}
 	}
 	if pending != nil {
 		if run.PendingApproval, err = decodeApproval(pending); err != nil {
@@ -412,6 +420,9 @@ type Outcome struct {
 	Verdict *wfv1.JudgeVerdict
 	// Summary is the account of the outcome (the model's or the judge's).
 	Summary string
+	// Output is the structured data the run produced (Run.output), nil
+	// for none.
+	Output *structpb.Value
 }
 
 // FinishRun moves a live run to a terminal status and records the FINISHED
@@ -459,11 +470,17 @@ func finishLocked(ctx context.Context, tx pgx.Tx, run *wfv1.Run, o Outcome) (*wf
 			return nil, fmt.Errorf("encode verdict: %w", err)
 		}
 	}
+	var output []byte
+	if o.Output != nil {
+		if output, err = protojson.Marshal(o.Output); err != nil {
+			return nil, fmt.Errorf("encode output: %w", err)
+		}
+	}
 	_, err = tx.Exec(ctx, `
 		UPDATE runs SET status = $2, ended_at = now(), error_category = $3, error_message = $4,
 			error_step = NULLIF($5, 0), final_url = coalesce(NULLIF($6, ''), final_url),
-			final_verdict = coalesce($7, final_verdict), summary = NULLIF($8, '')
-		WHERE id = $1`, run.Id, status, category, message, step, o.FinalURL, verdict, o.Summary)
+			final_verdict = coalesce($7, final_verdict), summary = NULLIF($8, ''), output = $9
+		WHERE id = $1`, run.Id, status, category, message, step, o.FinalURL, verdict, o.Summary, output)
 	if err != nil {
 		return nil, fmt.Errorf("finish run %s: %w", run.Id, err)
 	}

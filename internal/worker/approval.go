@@ -260,7 +260,11 @@ func LiveParams(rp *runner.Params, p *wfv1.RunParams) error {
 		field string
 		in    []*wfv1.Indicator
 		out   *[]runner.Indicator
-	}{{"success", p.GetCompletion().GetSuccess(), &rp.Criteria.Success}, {"failure", p.GetCompletion().GetFailure(), &rp.Criteria.Failure}} {
+	}{
+		{"success", p.GetCompletion().GetSuccess(), &rp.Criteria.Success},
+		{"failure", p.GetCompletion().GetFailure(), &rp.Criteria.Failure},
+		{"report", p.GetCompletion().GetReport(), &rp.Criteria.Report},
+	} {
 		for i, ind := range set.in {
 			r, err := indicator(ind)
 			if err != nil {
@@ -321,11 +325,7 @@ func criteriaProto(results []runner.IndicatorResult) []*wfv1.IndicatorResult {
 		case runner.IndicatorJS:
 			ind.Condition = &wfv1.Indicator_JsExpression{JsExpression: r.Indicator.Value}
 		}
-		kind := "failure"
-		if r.Success {
-			kind = "success"
-		}
-		out = append(out, &wfv1.IndicatorResult{Indicator: ind, Kind: kind, Matched: r.Matched, Error: r.Err, StepNumber: int32(r.Step)})
+		out = append(out, &wfv1.IndicatorResult{Indicator: ind, Kind: string(r.Set), Matched: r.Matched, Error: r.Err, StepNumber: int32(r.Step)})
 	}
 	return out
 }

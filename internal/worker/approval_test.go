@@ -224,7 +224,7 @@ func TestLiveParams(t *testing.T) {
 	require.Equal(t, "Done", rp.Criteria.Success[0].Pattern.String())
 	require.Equal(t, runner.Indicator{Name: "js", Kind: runner.IndicatorJS, Value: "window.err"}, rp.Criteria.Failure[0])
 
-	back := criteriaProto([]runner.IndicatorResult{{Indicator: rp.Criteria.Success[0], Success: true, Matched: true, Step: 2}})
+	back := criteriaProto([]runner.IndicatorResult{{Indicator: rp.Criteria.Success[0], Set: runner.SetSuccess, Matched: true, Step: 2}})
 	require.Equal(t, "Done", back[0].GetIndicator().GetTitlePattern())
 	require.Equal(t, "success", back[0].Kind)
 

@@ -286,11 +286,12 @@ func (s *sink) Event(ctx context.Context, e runner.Event) error {
 }
 
 // outcome is the run's final record from the engine's result.
-func (s *sink) outcome(_ context.Context, res runner.Result) (store.Outcome, error) {
+func (s *sink) outcome(ctx context.Context, res runner.Result) (store.Outcome, error) {
 	if res.Status == runner.StatusCancelled { // an approval's timeout policy
 		res = s.redact.Result(res)
 		return store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_CANCELLED, FinalURL: res.FinalURL, Summary: res.Reason,
-			Error: &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_CANCELLED, Message: res.Reason, StepNumber: int32(res.Steps)}}, nil
+			Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_CANCELLED, Message: res.Reason, StepNumber: int32(res.Steps)},
+			Output: s.output(ctx, res.Output)}, nil
 	}
 	status, ok := statuses[res.Status]
 	if !ok {
@@ -298,10 +299,26 @@ func (s *sink) outcome(_ context.Context, res runner.Result) (store.Outcome, err
 	}
 	res = s.redact.Result(res)
 	o := store.Outcome{Status: status, FinalURL: res.FinalURL, Error: runError(res.Err),
-		Verdict: verdictProto(res.Verdict), Summary: res.Reason}
+		Verdict: verdictProto(res.Verdict), Summary: res.Reason, Output: s.output(ctx, res.Output)}
 	redactProto(s.redact, o.Error)
 	redactProto(s.redact, o.Verdict)
 	return o, nil
+}
+
+// output is the stored form of a run's output (Result.Output), redacted;
+// nil for none. A value that cannot be encoded (the engine makes none) is
+// dropped with a warning rather than failing the run's record.
+func (s *sink) output(ctx context.Context, v any) *structpb.Value {
+	if v == nil {
+		return nil
+	}
+	pv, err := structpb.NewValue(s.redact.Value(v))
+	if err != nil {
+		s.logger().WarnContext(ctx, "the run's output cannot be stored", "error", err)
+		return nil
+	}
+	redactProto(s.redact, pv)
+	return pv
 }
 
 func usageProto(u llm.Usage, cost float64, calls int32) *wfv1.Usage {

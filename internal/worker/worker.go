@@ -202,6 +202,12 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR, Error: runError(re)})
 	}
 	defer params.Tools.Close() // the run's MCP sessions
+	if run.GetStepCount() > 0 {
+		// A resumed run's output falls back to what it extracted before.
+		if params.PriorExtract, err = w.priorExtract(bg, run.Id); err != nil {
+			return nil, err
+		}
+	}
 	// The prompt versions the run was pinned to, recorded with every model call.
 	params.ControllerPromptRef, params.JudgePromptRef = controllerPrompt, judgePrompt
 
@@ -233,7 +239,7 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 	redactor.Store(redact)
 	if err := b.start(ctx); err != nil {
 		if ctx.Err() != nil {
-			return w.interrupted(ctx, run, log)
+			return w.interrupted(ctx, run, log, nil)
 		}
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{
 			Status: wfv1.RunStatus_RUN_STATUS_ERROR,
@@ -266,7 +272,7 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		return nil, err
 	}
 	if ctx.Err() != nil {
-		return w.interrupted(ctx, run, log)
+		return w.interrupted(ctx, run, log, sink.output(bg, res.Output))
 	}
 	if res.Status == runner.StatusInterrupted {
 		return nil, fmt.Errorf("run interrupted without a cause: %w", context.Cause(ctx))
@@ -331,8 +337,9 @@ func (w *Worker) unseal(ctx context.Context, run *wfv1.Run) error {
 
 // interrupted decides what an ended job context means: the caller cancelled
 // the run, the run hit its timeout, or this worker is shutting down (the run
-// goes back to the queue to be resumed).
-func (w *Worker) interrupted(ctx context.Context, run *wfv1.Run, log *slog.Logger) (*wfv1.Run, error) {
+// goes back to the queue to be resumed). output is what the run produced
+// so far, kept when it ends here.
+func (w *Worker) interrupted(ctx context.Context, run *wfv1.Run, log *slog.Logger, output *structpb.Value) (*wfv1.Run, error) {
 	bg := context.WithoutCancel(ctx)
 	cause := context.Cause(ctx)
 	switch {
@@ -344,12 +351,14 @@ func (w *Worker) interrupted(ctx context.Context, run *wfv1.Run, log *slog.Logge
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{
 			Status: wfv1.RunStatus_RUN_STATUS_CANCELLED,
 			Error:  &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_CANCELLED, Message: reason},
+			Output: output,
 		})
 	case errors.Is(cause, context.DeadlineExceeded):
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{
 			Status: wfv1.RunStatus_RUN_STATUS_ERROR,
 			Error: &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_RUN_TIMEOUT,
 				Message: "the run exceeded its run timeout"},
+			Output: output,
 		})
 	}
 	log.InfoContext(ctx, "worker stopping; handing the run back to the queue", "cause", cause)
@@ -357,6 +366,44 @@ func (w *Worker) interrupted(ctx context.Context, run *wfv1.Run, log *slog.Logge
 		return nil, err
 	}
 	return nil, nil
+}
+
+// priorExtract returns the rows of the last successful browser_extract a
+// resumed run recorded (runner.Params.PriorExtract), nil for none. The
+// record is already redacted.
+func (w *Worker) priorExtract(ctx context.Context, runID string) ([]map[string]string, error) {
+	const page = 100
+	var rows []map[string]string
+	for after := int32(0); ; {
+		steps, err := w.cfg.Store.ListSteps(ctx, runID, after, page)
+		if err != nil {
+			return nil, fmt.Errorf("read the steps of resumed run %s: %w", runID, err)
+		}
+		for _, st := range steps {
+			for _, a := range st.GetActions() {
+				if a.GetTool() == runner.ToolExtract && a.GetOutcome() == "ok" && a.GetResult().GetFields()["rows"] != nil {
+					rows = recordedRows(a.GetResult().GetFields()["rows"])
+				}
+			}
+			after = st.GetNumber()
+		}
+		if len(steps) < page {
+			return rows, nil
+		}
+	}
+}
+
+// recordedRows turns an extract's recorded rows back into the engine's.
+func recordedRows(v *structpb.Value) []map[string]string {
+	rows := []map[string]string{}
+	for _, item := range v.GetListValue().GetValues() {
+		row := map[string]string{}
+		for k, f := range item.GetStructValue().GetFields() {
+			row[k] = f.GetStringValue()
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // failAttempt handles an attempt that could not record its run. On the last
