@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
@@ -71,9 +70,9 @@ func NewTestService(cfg TestConfig) *TestService {
 
 // checkTest checks test t (its request field is field) as it is to be
 // stored: its fields, no inline secret (INVALID_ARGUMENT with reason
-// INLINE_SECRET naming each), and its run parameters and rubric models
-// as CreateRun checks a run's. With su set, the parameters checked are
-// those of its attempts in su (suite.AttemptParams).
+// INLINE_SECRET naming each), and the run parameters of its attempts
+// (suite.AttemptParams, in su when set) and its rubric models as
+// CreateRun checks a run's.
 func (s *TestService) checkTest(ctx context.Context, field string, t *wfv1.Test, su *wfv1.Suite) error {
 	var v fault.Violations
 	if t == nil {
@@ -81,15 +80,29 @@ func (s *TestService) checkTest(ctx context.Context, field string, t *wfv1.Test,
 		return v.Err()
 	}
 	validateTestFields(&v, field, t, s.cfg.MaxRunTimeout)
+	var ov fault.Violations
+	validateOracles(&ov, field+".oracles", t.GetOracles())
+	oraclesOK := ov.Err() == nil
+	if err := addViolations(&v, "", ov.Err()); err != nil {
+		return err
+	}
 	reason := ""
 	for _, f := range secretFields(t.GetParams()) {
 		v.Add(field+"."+f, "tests keep no secret values (they live in files and repositories); store it as a credential and name the credential")
 		reason = ReasonInlineSecret
 	}
 	if t.GetParams() != nil {
+		// The params its attempts run with: with a report indicator per
+		// final-page oracle, and the attempt's run_timeout (without a
+		// suite, the server's default, checked as the test's timeout).
+		// Oracles in error would be reported again as the indicators
+		// they add: then only the test's own params are checked.
 		params := t.GetParams()
-		if su != nil {
-			params = attemptParams(t, su)
+		if oraclesOK {
+			params = suite.AttemptParams(t, su)
+			if su == nil {
+				params.Browser.RunTimeout = nil
+			}
 		}
 		checked, err := s.cfg.Runs.checkRunParams(ctx, params)
 		if err := addViolations(&v, field+".", err); err != nil {
@@ -104,24 +117,31 @@ func (s *TestService) checkTest(ctx context.Context, field string, t *wfv1.Test,
 	return violationsErr(&v, reason)
 }
 
-// checkRubricModels checks the grading models rubric oracles name as a
-// run's judge model is checked (provider, key credential), adding what is
-// wrong to v.
+// checkRubricModels checks that the grading model of every rubric oracle
+// can be built, resolved as the suite executor's grader does (the
+// oracle's model settings, else the test's judge model settings, else its
+// controller's, as an LLM judge), and that a credential an oracle's model
+// names exists, adding what is wrong to v.
 func (s *TestService) checkRubricModels(ctx context.Context, v *fault.Violations, field string, params *wfv1.RunParams, oracles []*wfv1.Oracle) error {
 	for i, o := range oracles {
-		m := o.GetRubric().GetModel()
-		if m == nil {
+		r := o.GetRubric()
+		if r == nil {
 			continue
 		}
-		// The grading model stands in for the judge's; only what is
-		// found about it is reported.
-		p := &wfv1.RunParams{Controller: params.GetController(), Judge: &wfv1.JudgeSettings{Model: m}}
+		judge := &wfv1.JudgeSettings{Strategy: wfv1.JudgeStrategy_JUDGE_STRATEGY_LLM, Model: params.GetJudge().GetModel()}
+		if r.GetModel() != nil {
+			judge.Model = r.GetModel()
+		}
+		p := &wfv1.RunParams{Goal: params.GetGoal(), Controller: params.GetController(), Judge: judge, PromptRunner: params.GetPromptRunner()}
 		var found fault.Violations
 		if err := addViolations(&found, "", checkModels(s.cfg.Runs.cfg.Models, p)); err != nil {
 			return err
 		}
-		if err := addViolations(&found, "", checkCredentials(ctx, s.cfg.Store, p)); err != nil {
-			return err
+		if r.GetModel() != nil {
+			// The test's own judge credential is checked with its params.
+			if err := addViolations(&found, "", checkCredentials(ctx, s.cfg.Store, p)); err != nil {
+				return err
+			}
 		}
 		var re *fault.RequestError
 		if !errors.As(found.Err(), &re) {
@@ -534,25 +554,6 @@ func (s *TestService) followSuiteRun(ctx context.Context, id string, send func(*
 		sr = next
 	}
 	return nil
-}
-
-// attemptParams stands in for suite.AttemptParams: t's params with the
-// run_timeout of its attempts in su.
-// TODO(api): use suite.AttemptParams once internal/suite has it.
-func attemptParams(t *wfv1.Test, su *wfv1.Suite) *wfv1.RunParams {
-	p := proto.Clone(t.GetParams()).(*wfv1.RunParams)
-	timeout := 5 * time.Minute
-	if d := su.GetDefaultTimeout(); d != nil {
-		timeout = d.AsDuration()
-	}
-	if d := t.GetTimeout(); d != nil {
-		timeout = d.AsDuration()
-	}
-	if p.Browser == nil {
-		p.Browser = &wfv1.BrowserConfig{}
-	}
-	p.Browser.RunTimeout = durationpb.New(timeout)
-	return p
 }
 
 // nameErr checks a test or suite name given by a request.

@@ -243,6 +243,13 @@ func TestTestServiceValidation(t *testing.T) {
 			[]string{"test.params.goal", "test.params.max_steps"}, false},
 		{"params' run_timeout", params(func(p *wfv1.RunParams) { p.Browser = &wfv1.BrowserConfig{RunTimeout: durationpb.New(time.Minute)} }),
 			[]string{"test.params.browser.run_timeout"}, false},
+		{"report indicators with the oracles' over the limit", params(func(p *wfv1.RunParams) {
+			p.Completion = &wfv1.CompletionCriteria{}
+			for i := range 19 {
+				p.Completion.Report = append(p.Completion.Report, &wfv1.Indicator{Name: fmt.Sprintf("r%d", i),
+					Condition: &wfv1.Indicator_UrlPattern{UrlPattern: "x"}})
+			}
+		}), []string{"test.params.completion.report"}, false},
 		{"unknown credential", binding(&wfv1.DomainAuthBinding{Credential: "nope"}), []string{"test.params.auth.bindings[0].credential"}, false},
 		{"unknown prompt", params(func(p *wfv1.RunParams) {
 			p.Controller = &wfv1.ModelSettings{Prompt: &wfv1.ModelSettings_PromptRef{PromptRef: "missing"}}
@@ -283,6 +290,8 @@ func TestTestServiceValidation(t *testing.T) {
 		{"rubric model temperature", rubric(&wfv1.RubricOracle{Rubric: "ok", Model: &wfv1.ModelSettings{Temperature: proto.Float64(3)}}),
 			[]string{"test.oracles[0].rubric.model.temperature"}, false},
 		{"rubric model provider", rubric(&wfv1.RubricOracle{Rubric: "ok", Model: &wfv1.ModelSettings{Provider: "nope"}}),
+			[]string{"test.oracles[0].rubric.model.provider"}, false},
+		{"rubric model not an LLM", rubric(&wfv1.RubricOracle{Rubric: "ok", Model: &wfv1.ModelSettings{Provider: "steps"}}),
 			[]string{"test.oracles[0].rubric.model.provider"}, false},
 		{"rubric model credential", rubric(&wfv1.RubricOracle{Rubric: "ok", Model: &wfv1.ModelSettings{ApiKeyCredential: "missing-key"}}),
 			[]string{"test.oracles[0].rubric.model.api_key_credential"}, false},

@@ -21,6 +21,7 @@ import (
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/fault"
+	"github.com/wayfinder/wayfinder/internal/suite"
 )
 
 // Limits of tests and suites (test_service.proto).
@@ -127,8 +128,9 @@ func validateDescription(v *fault.Violations, field, s string) {
 
 func validFraction(x float64) bool { return x >= 0 && x <= 1 && !math.IsNaN(x) }
 
-// validateTestFields checks t's own fields (all but the params' contents,
-// which checkRunParams checks). maxRunTimeout bounds its timeout.
+// validateTestFields checks t's own fields but its oracles
+// (validateOracles) and its params' contents (checkRunParams).
+// maxRunTimeout bounds its timeout.
 func validateTestFields(v *fault.Violations, field string, t *wfv1.Test, maxRunTimeout time.Duration) {
 	validateName(v, field+".name", t.GetName())
 	validateDescription(v, field+".description", t.GetDescription())
@@ -148,26 +150,6 @@ func validateTestFields(v *fault.Violations, field string, t *wfv1.Test, maxRunT
 	case t.GetParams().GetBrowser().GetRunTimeout() != nil:
 		v.Add(field+".params.browser.run_timeout", "a test's attempt limit is its timeout (default the suite's default_timeout); set timeout instead")
 	}
-	validateOracles(v, field+".oracles", t.GetOracles())
-}
-
-// oracleKind is the kind of o's check (its default name).
-func oracleKind(o *wfv1.Oracle) string {
-	switch o.GetCheck().(type) {
-	case *wfv1.Oracle_Goal:
-		return "goal"
-	case *wfv1.Oracle_UrlPattern:
-		return "url_pattern"
-	case *wfv1.Oracle_TextPresent:
-		return "text_present"
-	case *wfv1.Oracle_ElementPresent:
-		return "element_present"
-	case *wfv1.Oracle_DataSchema:
-		return "data_schema"
-	case *wfv1.Oracle_Rubric:
-		return "rubric"
-	}
-	return ""
 }
 
 func validateOracles(v *fault.Violations, field string, oracles []*wfv1.Oracle) {
@@ -182,7 +164,7 @@ func validateOracles(v *fault.Violations, field string, oracles []*wfv1.Oracle) 
 		validateOracle(v, f, o)
 		name := o.GetName()
 		if name == "" {
-			name = oracleKind(o)
+			name = suite.OracleKind(o)
 		}
 		if j, dup := seen[name]; dup && name != "" {
 			v.Add(f+".name", "%q is also the name of oracles[%d]; oracles of one kind need names of their own", name, j)
