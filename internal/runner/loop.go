@@ -646,8 +646,8 @@ func (ru *run) turn() (res Result, done bool, err error) {
 	}
 	check := ru.checkCriteria()
 	if r, done := ru.decideByCriteria(&t, check, &out); done {
-		if out.claim != nil {
-			ru.output = out.data
+		if out.claim != nil && (out.claim.Status == "success") == (r.Status == StatusCompleted) {
+			ru.output = out.data // the claim was acknowledged
 		}
 		ru.answerUnanswered(&t, resp.ToolCalls, "not executed: the run ended")
 		ru.conv.turns = append(ru.conv.turns, t)

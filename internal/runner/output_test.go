@@ -102,6 +102,42 @@ func TestRunOutputRefusedClaim(t *testing.T) {
 	require.Equal(t, priceRows, res.Output)
 }
 
+// When the criteria end the run in the turn of a claim, the claim's data
+// is the output only when the claim is acknowledged.
+func TestRunOutputClaimDecidedByCriteria(t *testing.T) {
+	t.Parallel()
+	apple := Indicator{Name: "apple", Kind: IndicatorText, Value: "Apple"}
+	tests := []struct {
+		name    string
+		claim   string
+		success bool // apple as a success indicator, else as a failure one
+		status  Status
+		want    any
+	}{
+		{"success claim, success indicators hold", "success", true, StatusCompleted, "data"},
+		{"failure claim, success indicators hold", "failed", true, StatusCompleted, nil},
+		{"failure claim, a failure indicator holds", "failed", false, StatusFailed, "data"},
+		{"success claim, a failure indicator holds", "success", false, StatusFailed, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSite(t, outputPages)
+			m := llm.NewScripted("controller", completeWith(tc.claim, "done", "data"))
+			p := outputParams(s, m)
+			if tc.success {
+				p.Criteria.Success = []Indicator{apple}
+			} else {
+				p.Criteria.Failure = []Indicator{apple}
+			}
+			res, _ := execute(t, runCtx(t), nil, p)
+			require.Equal(t, tc.status, res.Status, "%+v", res.Err)
+			require.Equal(t, SourceCriteria, res.Verdict.Source)
+			require.Equal(t, tc.want, res.Output)
+		})
+	}
+}
+
 // Data over MaxOutputSize is answered invalid_params, not taken as a
 // claim, and not recorded; the model can send less.
 func TestRunOutputTooLarge(t *testing.T) {

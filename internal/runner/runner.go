@@ -361,7 +361,7 @@ type Result struct {
 	Criteria []IndicatorResult
 	// Output is the structured data the run produced, a JSON value (maps,
 	// slices, strings, float64s, booleans): the data argument of the
-	// complete_task call that ended the run COMPLETED or FAILED, else the
+	// acknowledged complete_task call that ended the run, else the
 	// rows of its last successful browser_extract (a list of objects of
 	// strings, cut to the leading rows that fit in MaxOutputSize; those
 	// of Params.PriorExtract when this execution extracted nothing); nil
