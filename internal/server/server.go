@@ -362,6 +362,9 @@ func startAPI(ctx context.Context, cfg config.Config, d apiDeps, errc chan<- err
 	})
 	wfv1.RegisterRunServiceServer(grpcSrv, runs)
 	d.runs = runs
+	wfv1.RegisterTestServiceServer(grpcSrv, api.NewTestService(api.TestConfig{
+		Store: d.store, Queue: d.queue, Hub: d.hub, Runs: runs, MaxRunTimeout: cfg.RunTimeout, Logger: d.logger,
+	}))
 	wfv1.RegisterAccessServiceServer(grpcSrv, api.NewAccessService(d.store, d.logger))
 	wfv1.RegisterCredentialServiceServer(grpcSrv, api.NewCredentialService(d.store, d.keyring, d.logger))
 	wfv1.RegisterSiteProfileServiceServer(grpcSrv, api.NewSiteProfileService(d.store, d.siteProfiles))
