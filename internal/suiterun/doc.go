@@ -36,10 +36,12 @@
 //
 // # Cancel
 //
-// Once the suite run's cancellation is requested, no attempt starts; the
-// runs in flight are cancelled and their attempts recorded as they end;
-// tests whose outcome was not decided (not started, between attempts, or
-// interrupted) are SKIPPED; then the suite run ends CANCELLED. An attempt
-// whose run finished before the cancellation took effect is judged as
-// usual.
+// Once the suite run's cancellation is requested, no attempt starts and
+// the runs in flight are cancelled; their attempts are recorded as they
+// end, and the suite run ends CANCELLED once none is in flight. A test
+// not started is SKIPPED (not run); a test that ran and was not decided
+// (interrupted, or between a failed attempt and its retry) is FAILED
+// with a message saying the cancellation cut it short: every attempt it
+// made failed, and SKIPPED means "not run". An attempt whose run finished
+// before the cancellation took effect is judged as usual.
 package suiterun

@@ -186,8 +186,8 @@ func (e *execution) settle(ctx context.Context, dirty map[string]bool, all bool)
 }
 
 // fill starts attempts, in the suite's order, while fewer than the
-// suite's concurrency are in flight; once cancelling, it skips instead
-// every test not decided and not in flight.
+// suite's concurrency are in flight; once cancelling, it ends instead
+// every test not decided and not in flight (cancelledOutcome).
 func (e *execution) fill(ctx context.Context) error {
 	for pos, r := range e.results {
 		if _, inFlight := e.running[pos]; inFlight || decided(r) {
@@ -196,7 +196,8 @@ func (e *execution) fill(ctx context.Context) error {
 		t := e.spec.Tests[pos]
 		switch {
 		case e.cancelling:
-			if err := e.decide(ctx, pos, wfv1.TestOutcome_TEST_OUTCOME_SKIPPED, cancelledReason); err != nil {
+			outcome, msg := cancelledOutcome(r)
+			if err := e.decide(ctx, pos, outcome, msg); err != nil {
 				return err
 			}
 		case len(r.GetAttempts()) > int(t.GetRetries()):
@@ -276,7 +277,8 @@ func (e *execution) finish(ctx context.Context, pos int, run *wfv1.Run) error {
 		a.Passed, a.Score, a.Oracles = false, 0, nil
 		a.Message = "the run was cancelled with the suite run"
 		log.InfoContext(ctx, "test attempt cancelled with the suite run")
-		return e.conclude(ctx, pos, wfv1.TestOutcome_TEST_OUTCOME_SKIPPED, cancelledReason)
+		return e.conclude(ctx, pos, wfv1.TestOutcome_TEST_OUTCOME_FAILED,
+			fmt.Sprintf("%s during attempt %d", cancelledReason, a.GetNumber()))
 	}
 	v, err := e.evaluate(ctx, t, run)
 	if err != nil {
@@ -300,7 +302,8 @@ func (e *execution) finish(ctx context.Context, pos int, run *wfv1.Run) error {
 	case int(a.Number) > int(t.GetRetries()):
 		return e.conclude(ctx, pos, wfv1.TestOutcome_TEST_OUTCOME_FAILED, a.Message)
 	case e.cancelling:
-		return e.conclude(ctx, pos, wfv1.TestOutcome_TEST_OUTCOME_SKIPPED, cancelledReason)
+		outcome, msg := cancelledOutcome(r)
+		return e.conclude(ctx, pos, outcome, msg)
 	}
 	// A retry follows (fill starts it when a slot is free).
 	r.Message = a.Message
@@ -408,6 +411,19 @@ func (e *execution) evaluate(ctx context.Context, t *wfv1.Test, run *wfv1.Run) (
 // tenantCtx is ctx acting as the suite run's tenant.
 func (e *execution) tenantCtx(ctx context.Context) context.Context {
 	return tenant.With(ctx, tenant.Caller{Tenant: e.spec.Tenant})
+}
+
+// cancelledOutcome is the outcome of a test whose suite run was cancelled
+// before the test was decided: SKIPPED when it never ran ("not run"),
+// else FAILED, since every attempt it made failed; the message says that
+// the cancellation cut its retries short.
+func cancelledOutcome(r *wfv1.TestResult) (wfv1.TestOutcome, string) {
+	a := lastAttempt(r)
+	if a == nil {
+		return wfv1.TestOutcome_TEST_OUTCOME_SKIPPED, cancelledReason
+	}
+	return wfv1.TestOutcome_TEST_OUTCOME_FAILED,
+		joinMessage(fmt.Sprintf("%s before attempt %d", cancelledReason, a.GetNumber()+1), a.GetMessage())
 }
 
 func lastAttempt(r *wfv1.TestResult) *wfv1.TestAttempt {

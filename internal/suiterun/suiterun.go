@@ -52,7 +52,9 @@ type Config struct {
 	// Models builds the rubric oracles' grading models.
 	Models suite.ModelFor
 	// Slice is how long one execution works before it snoozes its job to
-	// go on in a fresh one. Default 2 minutes.
+	// go on in a fresh one. Default 2 minutes. Keep it below the queue's
+	// job timeout (queue.Config.MaxRunTimeout): a slice the job timeout
+	// cuts short is harmless (it snoozes like a shutdown) but wasteful.
 	Slice time.Duration
 	// PollInterval is the safety net of the hub's wake-ups: an execution
 	// reads its suite run and runs at least this often. Default 1 second.

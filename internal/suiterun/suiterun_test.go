@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/events"
@@ -528,9 +529,10 @@ func TestCancel(t *testing.T) {
 	require.Equal(t, inFlight, cancelled, "exactly the runs in flight were cancelled")
 	for _, name := range []string{"a", "b"} {
 		r := results[name]
-		require.Equal(t, wfv1.TestOutcome_TEST_OUTCOME_SKIPPED, r.Outcome, name)
-		require.Equal(t, cancelledReason, r.Message)
+		require.Equal(t, wfv1.TestOutcome_TEST_OUTCOME_FAILED, r.Outcome, name)
+		require.Equal(t, "suite run cancelled during attempt 1", r.Message)
 		require.Len(t, r.Attempts, 1, "no retry once cancelled")
+		require.Empty(t, r.Attempts[0].Oracles, "an interrupted run is not judged")
 		require.Equal(t, wfv1.RunStatus_RUN_STATUS_CANCELLED, r.Attempts[0].RunStatus)
 		require.True(t, inFlight[r.Attempts[0].RunId])
 		require.NotNil(t, r.Attempts[0].EndTime)
@@ -543,7 +545,37 @@ func TestCancel(t *testing.T) {
 	}
 	require.Len(t, b.runsOf(t, id), 2)
 	require.InDelta(t, 1, counter(t, b.metrics, "wayfinder_suite_runs_finished_total", "status", "cancelled"), 0)
-	require.InDelta(t, 4, counter(t, b.metrics, "wayfinder_suite_tests_total", "outcome", "skipped"), 0)
+	require.InDelta(t, 2, counter(t, b.metrics, "wayfinder_suite_tests_total", "outcome", "skipped"), 0)
+	require.InDelta(t, 2, counter(t, b.metrics, "wayfinder_suite_tests_total", "outcome", "failed"), 0)
+	require.Equal(t, &wfv1.SuiteRunSummary{Total: 4, Failed: 2, Skipped: 2}, sr.Summary)
+}
+
+// TestCancelBetweenAttempts: a test cancelled after a failed attempt,
+// before its retry, is FAILED (it ran; every attempt failed), not retried.
+func TestCancelBetweenAttempts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	id := b.startSuiteRun(t, 0, test("a", 2), test("b", 0))
+	ctx := t.Context()
+	_, _, err := b.store.StartSuiteRun(ctx, id)
+	require.NoError(t, err)
+	// As an execution leaves it after attempt 1 failed.
+	require.NoError(t, b.store.PutTestResult(ctx, id, 0, &wfv1.TestResult{Outcome: wfv1.TestOutcome_TEST_OUTCOME_RUNNING,
+		PassThreshold: 1, Message: "goal failed",
+		Attempts: []*wfv1.TestAttempt{{Number: 1, RunId: "00000000-0000-0000-0000-000000000001",
+			RunStatus: wfv1.RunStatus_RUN_STATUS_FAILED, Message: "goal failed", EndTime: timestamppb.Now()}}}))
+	_, err = b.store.CancelSuiteRun(ctx, id, nil)
+	require.NoError(t, err)
+
+	require.NoError(t, b.worker.Work(ctx, job(id, 1)))
+	sr, results := b.get(t, id)
+	require.Equal(t, wfv1.SuiteRunStatus_SUITE_RUN_STATUS_CANCELLED, sr.Status)
+	r := results["a"]
+	require.Equal(t, wfv1.TestOutcome_TEST_OUTCOME_FAILED, r.Outcome)
+	require.Equal(t, "suite run cancelled before attempt 2; goal failed", r.Message)
+	require.Len(t, r.Attempts, 1)
+	require.Equal(t, wfv1.TestOutcome_TEST_OUTCOME_SKIPPED, results["b"].Outcome)
+	require.Zero(t, b.engine.calls, "no run is created once cancelled")
 }
 
 // TestResume: an execution whose slice ends snoozes the job (not an
