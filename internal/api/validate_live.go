@@ -14,7 +14,8 @@ import (
 // Limits of human checkpoints, completion criteria and the run webhook.
 const (
 	maxCheckpoints      = 20
-	maxIndicators       = 20 // per list (success, failure)
+	maxIndicators       = 20 // per list (success, failure, report)
+	maxAllIndicators    = 40 // all lists together: each is evaluated after every step
 	maxLiveNameLen      = 200
 	maxPatternLen       = 1000
 	maxJSExpressionLen  = 2000
@@ -45,10 +46,18 @@ func validateLive(v *fault.Violations, p *wfv1.RunParams) {
 			v.Add("params.approval.on_timeout", "unknown approval timeout policy %d", a.GetOnTimeout())
 		}
 	}
+	c := p.GetCompletion()
+	if n := len(c.GetSuccess()) + len(c.GetFailure()) + len(c.GetReport()); n > maxAllIndicators {
+		v.Add("params.completion", "at most %d indicators in all (got %d)", maxAllIndicators, n)
+	}
 	for _, set := range []struct {
 		field string
 		list  []*wfv1.Indicator
-	}{{"params.completion.success", p.GetCompletion().GetSuccess()}, {"params.completion.failure", p.GetCompletion().GetFailure()}} {
+	}{
+		{"params.completion.success", c.GetSuccess()},
+		{"params.completion.failure", c.GetFailure()},
+		{"params.completion.report", c.GetReport()},
+	} {
 		if len(set.list) > maxIndicators {
 			v.Add(set.field, "at most %d indicators (got %d)", maxIndicators, len(set.list))
 			continue

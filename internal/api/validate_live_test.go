@@ -27,11 +27,39 @@ func TestValidateLiveValid(t *testing.T) {
 				{Name: "js", Condition: &wfv1.Indicator_JsExpression{JsExpression: strings.Repeat("1", maxJSExpressionLen)}},
 			},
 			Failure: []*wfv1.Indicator{{Name: "err", Condition: &wfv1.Indicator_TextPresent{TextPresent: "could not"}}},
+			Report: []*wfv1.Indicator{
+				{Name: "banner", Condition: &wfv1.Indicator_ElementPresent{ElementPresent: "nav .avatar"}},
+				{Condition: &wfv1.Indicator_UrlPattern{UrlPattern: `/done$`}},
+			},
 		}
 		p.Webhook = &wfv1.RunWebhook{Url: "https://hooks.example.com/wayfinder", Secret: liveSecret, OnApproval: true}
 	})
 	_, err := validateParams(p, testMaxRunTimeout)
 	require.NoError(t, err)
+}
+
+// Report indicators alone, and every list full up to the combined limit,
+// are valid.
+func TestValidateReportIndicators(t *testing.T) {
+	t.Parallel()
+	text := func(n int) []*wfv1.Indicator {
+		out := make([]*wfv1.Indicator, n)
+		for i := range out {
+			out[i] = &wfv1.Indicator{Condition: &wfv1.Indicator_TextPresent{TextPresent: "x"}}
+		}
+		return out
+	}
+	for name, c := range map[string]*wfv1.CompletionCriteria{
+		"report only":        {Report: text(1)},
+		"full report list":   {Report: text(maxIndicators)},
+		"at the total limit": {Success: text(maxIndicators), Report: text(maxAllIndicators - maxIndicators)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := validateParams(validParams(func(p *wfv1.RunParams) { p.Completion = c }), testMaxRunTimeout)
+			require.NoError(t, err)
+		})
+	}
 }
 
 func TestValidateLiveErrors(t *testing.T) {
@@ -56,6 +84,9 @@ func TestValidateLiveErrors(t *testing.T) {
 			out[i] = &wfv1.Indicator{Condition: &wfv1.Indicator_TextPresent{TextPresent: "x"}}
 		}
 		return out
+	}
+	report := func(i *wfv1.Indicator) func(p *wfv1.RunParams) {
+		return func(p *wfv1.RunParams) { p.Completion = &wfv1.CompletionCriteria{Report: []*wfv1.Indicator{i}} }
 	}
 	tests := []struct {
 		name  string
@@ -84,6 +115,18 @@ func TestValidateLiveErrors(t *testing.T) {
 		{"too many failure indicators", func(p *wfv1.RunParams) {
 			p.Completion = &wfv1.CompletionCriteria{Failure: many(maxIndicators + 1)}
 		}, "params.completion.failure"},
+		{"report indicator without condition", report(&wfv1.Indicator{Name: "x"}), "params.completion.report[0]"},
+		{"report indicator title pattern invalid", report(&wfv1.Indicator{Condition: &wfv1.Indicator_TitlePattern{TitlePattern: "["}}),
+			"params.completion.report[0].title_pattern"},
+		{"report indicator empty text", report(&wfv1.Indicator{Condition: &wfv1.Indicator_TextPresent{}}), "params.completion.report[0].text_present"},
+		{"report indicator name too long", report(&wfv1.Indicator{Name: strings.Repeat("n", maxLiveNameLen+1),
+			Condition: &wfv1.Indicator_TextPresent{TextPresent: "x"}}), "params.completion.report[0].name"},
+		{"too many report indicators", func(p *wfv1.RunParams) {
+			p.Completion = &wfv1.CompletionCriteria{Report: many(maxIndicators + 1)}
+		}, "params.completion.report"},
+		{"too many indicators in all", func(p *wfv1.RunParams) {
+			p.Completion = &wfv1.CompletionCriteria{Success: many(maxIndicators), Failure: many(1), Report: many(maxIndicators)}
+		}, "params.completion"},
 		{"webhook without url", hook("", liveSecret), "params.webhook.url"},
 		{"webhook ftp url", hook("ftp://hooks.example.com", liveSecret), "params.webhook.url"},
 		{"webhook url without host", hook("https:///x", liveSecret), "params.webhook.url"},
