@@ -74,6 +74,7 @@ var commands = []command{
 	{"runs", "runs list|get|cancel|events|steps", "list, inspect and cancel runs", runsCmd},
 	{"approve", "approve RUN_ID [--reject] [--message TEXT]", "answer a run's human checkpoint", approveCmd},
 	{"media", "media get MEDIA_ID -o FILE", "download a screenshot", mediaCmd},
+	{"test", "test run|get|runs|list|export", "run test suites (CI: exit code, JUnit) and see their history", testCmd},
 }
 
 // IsCommand reports whether name is a client command (the server's own
@@ -97,7 +98,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		env.Stdin = strings.NewReader("")
 	}
 	if len(args) == 0 || !IsCommand(args[0]) {
-		fmt.Fprintln(env.Stderr, "wayfinder: unknown client command; try wayfinder run, runs, approve or media")
+		fmt.Fprintln(env.Stderr, "wayfinder: unknown client command; try wayfinder run, runs, approve, media or test")
 		return exitUsage
 	}
 	var cmd command
