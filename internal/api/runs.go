@@ -180,6 +180,9 @@ func (s *RunService) ListRuns(ctx context.Context, req *wfv1.ListRunsRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	for _, r := range runs {
+		r.Output = nil // a page of outputs could outgrow a response; GetRun has it
+	}
 	return &wfv1.ListRunsResponse{Runs: runs, NextPageToken: next}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
@@ -64,6 +65,9 @@ func NewTestService(cfg TestConfig) *TestService {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 2 * time.Second
+	}
+	if cfg.MaxRunTimeout <= 0 {
+		cfg.MaxRunTimeout = 10 * time.Minute // the server's default (config.Config.RunTimeout)
 	}
 	return &TestService{cfg: cfg}
 }
@@ -422,6 +426,11 @@ func (s *TestService) StartSuiteRun(ctx context.Context, req *wfv1.StartSuiteRun
 	}
 	if len(tests) == 0 {
 		return nil, fmt.Errorf("%w: no test of suite %q has any of the tags %s", fault.ErrFailedPrecondition, su.Name, strings.Join(req.GetTags(), ", "))
+	}
+	if su.DefaultTimeout == nil {
+		// The snapshot names the limit its attempts get: the default, or
+		// this server's run limit when that is lower.
+		su.DefaultTimeout = durationpb.New(min(suite.DefaultTimeout, s.cfg.MaxRunTimeout))
 	}
 	for _, t := range tests {
 		err := s.checkTest(ctx, "test", t, su)

@@ -235,6 +235,13 @@ func TestTestServiceValidation(t *testing.T) {
 		{"bad tag", func(t *wfv1.Test) { t.Tags = []string{"ok", "Not OK"} }, []string{"test.tags[1]"}, false},
 		{"pass threshold", func(t *wfv1.Test) { t.PassThreshold = proto.Float64(1.5) }, []string{"test.pass_threshold"}, false},
 		{"retries", func(t *wfv1.Test) { t.Retries = 6 }, []string{"test.retries"}, false},
+		{"reserved label", func(t *wfv1.Test) { t.Params.Labels = map[string]string{"suite_run": "x"} }, []string{`test.params.labels["suite_run"]`}, false},
+		{"labels a suite run has no room for", func(t *wfv1.Test) {
+			t.Params.Labels = map[string]string{}
+			for i := range 31 {
+				t.Params.Labels[fmt.Sprintf("l%d", i)] = "x"
+			}
+		}, []string{"test.params.labels"}, false},
 		{"negative retries", func(t *wfv1.Test) { t.Retries = -1 }, []string{"test.retries"}, false},
 		{"timeout over the server's limit", func(t *wfv1.Test) { t.Timeout = durationpb.New(testMaxRunTimeout + time.Second) }, []string{"test.timeout"}, false},
 		{"timeout too short", func(t *wfv1.Test) { t.Timeout = durationpb.New(time.Second) }, []string{"test.timeout"}, false},
@@ -255,7 +262,7 @@ func TestTestServiceValidation(t *testing.T) {
 			p.Controller = &wfv1.ModelSettings{Prompt: &wfv1.ModelSettings_PromptRef{PromptRef: "missing"}}
 		}), []string{"test.params.controller.prompt_ref"}, false},
 		{"oracle without a check", oracle(&wfv1.Oracle{Name: "empty"}), []string{"test.oracles[0]"}, false},
-		{"oracle name", oracle(&wfv1.Oracle{Name: "Bad!", Check: &wfv1.Oracle_Goal{Goal: &wfv1.GoalOracle{}}}), []string{"test.oracles[0].name"}, false},
+		{"oracle name", oracle(&wfv1.Oracle{Name: " padded\t", Check: &wfv1.Oracle_Goal{Goal: &wfv1.GoalOracle{}}}), []string{"test.oracles[0].name"}, false},
 		{"duplicate default names", func(t *wfv1.Test) {
 			t.Oracles = []*wfv1.Oracle{{Check: &wfv1.Oracle_UrlPattern{UrlPattern: "a"}}, {Check: &wfv1.Oracle_UrlPattern{UrlPattern: "b"}}}
 		}, []string{"test.oracles[1].name"}, false},

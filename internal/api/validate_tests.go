@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -30,6 +31,7 @@ const (
 	maxTestTags           = 20
 	maxRetries            = 5
 	maxOracles            = 20
+	maxOracleNameLen      = 100
 	maxOracleWeight       = 100
 	maxRubricLen          = 10000
 	maxSchemaBytes        = 64 << 10
@@ -126,6 +128,10 @@ func validateDescription(v *fault.Violations, field, s string) {
 	}
 }
 
+// suiteRunLabels are the labels a suite run puts on its attempts' runs
+// (internal/suiterun).
+var suiteRunLabels = []string{suite.LabelSuiteRun, suite.LabelTest}
+
 func validFraction(x float64) bool { return x >= 0 && x <= 1 && !math.IsNaN(x) }
 
 // validateTestFields checks t's own fields but its oracles
@@ -149,6 +155,13 @@ func validateTestFields(v *fault.Violations, field string, t *wfv1.Test, maxRunT
 		v.Add(field+".params", "the run's parameters are required")
 	case t.GetParams().GetBrowser().GetRunTimeout() != nil:
 		v.Add(field+".params.browser.run_timeout", "a test's attempt limit is its timeout (default the suite's default_timeout); set timeout instead")
+	case len(t.GetParams().GetLabels()) > maxLabels-len(suiteRunLabels):
+		v.Add(field+".params.labels", "at most %d labels: a suite run adds %s", maxLabels-len(suiteRunLabels), strings.Join(suiteRunLabels, " and "))
+	}
+	for _, k := range suiteRunLabels {
+		if _, ok := t.GetParams().GetLabels()[k]; ok {
+			v.Add(fmt.Sprintf("%s.params.labels[%q]", field, k), "reserved: a suite run sets it on the test's runs")
+		}
 	}
 }
 
@@ -186,7 +199,14 @@ func oracleWeight(o *wfv1.Oracle) float64 {
 
 func validateOracle(v *fault.Violations, field string, o *wfv1.Oracle) {
 	if n := o.GetName(); n != "" {
-		validateName(v, field+".name", n)
+		// A label shown in results and reports: words and spaces are
+		// fine; the report indicator's name is "oracle:" + it.
+		switch {
+		case utf8.RuneCountInString(n) > maxOracleNameLen:
+			v.Add(field+".name", "at most %d characters", maxOracleNameLen)
+		case strings.TrimSpace(n) != n || strings.IndexFunc(n, unicode.IsControl) >= 0:
+			v.Add(field+".name", "no leading or trailing spaces and no control characters")
+		}
 	}
 	if w := o.Weight; w != nil && (*w < 0 || *w > maxOracleWeight || math.IsNaN(*w)) {
 		v.Add(field+".weight", "must be between 0 and %d (got %g)", maxOracleWeight, *w)

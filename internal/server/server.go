@@ -50,6 +50,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/secrets"
 	"github.com/wayfinder/wayfinder/internal/store"
 	"github.com/wayfinder/wayfinder/internal/store/localpg"
+	"github.com/wayfinder/wayfinder/internal/suiterun"
 	"github.com/wayfinder/wayfinder/internal/webhook"
 	"github.com/wayfinder/wayfinder/internal/worker"
 )
@@ -173,6 +174,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	liveViews := live.NewRegistry()
 	qcfg := queue.Config{MaxRunTimeout: cfg.RunTimeout, Logger: logger}
 	var browsers *pool.Pool
+	var suiteRuns *api.RunService
 	if works {
 		browsers, err = pool.New(pool.Config{
 			Chromium: cfg.Chromium, Capacity: cfg.BrowserCapacity,
@@ -203,12 +205,29 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		}))
 		river.AddWorker(workers, webhook.NewWorker(webhook.WorkerConfig{Store: st, Keyring: keyring,
 			Client: worker.Egress(cfg.AllowPrivateNetworks), Logger: logger}))
+		// A suite run's attempts are created like any run (validated,
+		// sealed, queued) by a RunService of this process, made once the
+		// queue exists.
+		river.AddWorker(workers, suiterun.New(suiterun.Config{
+			Store: st, Hub: hub, Logger: logger, Tracer: tracer, Metrics: suiterun.NewMetrics(reg),
+			Models: graders(st, keyring, models, logger),
+			CreateRun: func(ctx context.Context, p *wfv1.RunParams, requestID string) (*wfv1.Run, error) {
+				return suiteRuns.CreateRun(ctx, &wfv1.CreateRunRequest{Params: p, RequestId: requestID})
+			},
+			CancelRun: func(ctx context.Context, id, reason string) error {
+				_, err := suiteRuns.CancelRun(ctx, &wfv1.CancelRunRequest{RunId: id, Reason: reason})
+				return err
+			},
+		}))
 		qcfg.Workers, qcfg.Concurrency = workers, browsers.Capacity()
 	}
 	q, err := queue.New(dbpool, qcfg)
 	if err != nil {
 		return err
 	}
+	suiteRuns = api.NewRunService(api.Config{
+		Store: st, Queue: q, Hub: hub, MaxRunTimeout: cfg.RunTimeout, Logger: logger, Models: models, Keyring: keyring,
+	})
 
 	var wg sync.WaitGroup
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
@@ -218,6 +237,11 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		goBackground(&wg, func() { _ = browsers.Run(bgCtx) })
 		goBackground(&wg, func() { reapLoop(bgCtx, st, opts.ReapInterval, logger) })
 		if err := q.ServeWebhooks(4); err != nil {
+			return err
+		}
+		// Suite runs mostly wait for their tests' runs: many fit beside
+		// the browser capacity.
+		if err := q.ServeSuites(16); err != nil {
 			return err
 		}
 		dispatcher := webhook.NewDispatcher(webhook.DispatcherConfig{Store: st, Queue: q, Hub: hub, Logger: logger})

@@ -27,9 +27,6 @@ const (
 	maxConcurrency = 64
 	// stepPage is how many steps are read at once for the evidence.
 	stepPage = 200
-	// The labels an attempt's run carries (api label keys).
-	labelSuiteRun = "suite_run"
-	labelTest     = "test"
 )
 
 // execution is one slice of a suite run's execution. Its state is what the
@@ -224,8 +221,8 @@ func (e *execution) start(ctx context.Context, pos int) error {
 	if params.Labels == nil {
 		params.Labels = map[string]string{}
 	}
-	params.Labels[labelSuiteRun] = e.id
-	params.Labels[labelTest] = t.GetName()
+	params.Labels[suite.LabelSuiteRun] = e.id
+	params.Labels[suite.LabelTest] = t.GetName()
 	requestID := "suite:" + e.id + ":" + strconv.Itoa(pos) + ":" + strconv.Itoa(n)
 	run, err := e.w.cfg.CreateRun(e.tenantCtx(ctx), params, requestID)
 	if err != nil {
@@ -235,7 +232,7 @@ func (e *execution) start(ctx context.Context, pos int) error {
 		}
 		return fmt.Errorf("create run of test %q attempt %d: %w", t.GetName(), n, err)
 	}
-	if run.GetParams().GetLabels()[labelSuiteRun] != e.id {
+	if run.GetParams().GetLabels()[suite.LabelSuiteRun] != e.id {
 		// The tenant made a run with this request ID itself.
 		return e.decide(ctx, pos, wfv1.TestOutcome_TEST_OUTCOME_ERROR,
 			fmt.Sprintf("request ID %q names a run not made by this suite run", requestID))

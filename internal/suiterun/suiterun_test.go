@@ -27,6 +27,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/queue"
 	"github.com/wayfinder/wayfinder/internal/store"
 	"github.com/wayfinder/wayfinder/internal/store/storetest"
+	"github.com/wayfinder/wayfinder/internal/suite"
 	"github.com/wayfinder/wayfinder/internal/tenant"
 )
 
@@ -86,7 +87,7 @@ func newEngine(t *testing.T, st *store.Store) *engine {
 
 // createRun is Config.CreateRun: store.CreateRun without a queue.
 func (e *engine) createRun(ctx context.Context, params *wfv1.RunParams, requestID string) (*wfv1.Run, error) {
-	name := params.GetLabels()[labelTest]
+	name := params.GetLabels()[suite.LabelTest]
 	e.mu.Lock()
 	e.calls++
 	e.tenants[tenant.ID(ctx)] = true
@@ -164,7 +165,7 @@ func (e *engine) outcomeOf(r *wfv1.Run) outcome {
 	require.NoError(e.t, err)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if s := e.script[r.Params.Labels[labelTest]]; n <= len(s) {
+	if s := e.script[r.Params.Labels[suite.LabelTest]]; n <= len(s) {
 		return s[n-1]
 	}
 	return pass
@@ -323,7 +324,7 @@ func (b *testBundle) get(t *testing.T, id string) (*wfv1.SuiteRun, map[string]*w
 func (b *testBundle) runsOf(t *testing.T, id string) []*wfv1.Run {
 	t.Helper()
 	runs, _, err := b.store.ListRuns(t.Context(), store.ListRunsFilter{Tenant: testTenant,
-		Labels: map[string]string{labelSuiteRun: id}, PageSize: 200})
+		Labels: map[string]string{suite.LabelSuiteRun: id}, PageSize: 200})
 	require.NoError(t, err)
 	return runs
 }
@@ -383,8 +384,8 @@ func TestConcurrency(t *testing.T) {
 	require.Len(t, runs, len(tests))
 	for _, run := range runs {
 		require.Equal(t, testTenant, run.TenantId)
-		require.Equal(t, id, run.Params.Labels[labelSuiteRun])
-		require.Contains(t, results, run.Params.Labels[labelTest])
+		require.Equal(t, id, run.Params.Labels[suite.LabelSuiteRun])
+		require.Contains(t, results, run.Params.Labels[suite.LabelTest])
 		require.Equal(t, "checkout", run.Params.Labels["team"], "the test's own labels stay")
 		require.Equal(t, 3*time.Minute, run.Params.GetBrowser().GetRunTimeout().AsDuration(), "the suite's default timeout")
 	}

@@ -291,24 +291,9 @@ func (w *Worker) runModels(ctx context.Context, run *wfv1.Run) (*Models, error) 
 	if len(names) == 0 {
 		return w.cfg.Models.ForRun(run.GetId()), nil
 	}
-	keys := make(map[string]string, len(names))
-	for _, name := range names {
-		if w.cfg.Keyring == nil {
-			return nil, errors.New("stored credentials cannot be opened: the server has no encryption key")
-		}
-		c, err := w.cfg.Store.OpenCredential(ctx, w.cfg.Keyring, run.GetTenantId(), name)
-		if err != nil {
-			return nil, fmt.Errorf("model API key credential %q: %w", name, err)
-		}
-		if c.Values["api_key"] == "" {
-			return nil, fmt.Errorf("model API key credential %q has no api_key field", name)
-		}
-		keys[name] = c.Values["api_key"]
-		if err := w.cfg.Store.RecordAudit(ctx, store.Audit{Tenant: run.GetTenantId(), Kind: store.AuditCredentialUsed,
-			Actor: "run:" + run.GetId(), Subject: name, RunID: run.GetId(),
-			Details: map[string]any{"use": "model_api_key", "version": c.Version}}); err != nil {
-			w.cfg.Logger.WarnContext(ctx, "recording audit event", "error", err)
-		}
+	keys, err := ModelKeys(ctx, w.cfg.Store, w.cfg.Keyring, w.cfg.Logger, run.GetTenantId(), "run:"+run.GetId(), run.GetId(), names)
+	if err != nil {
+		return nil, err
 	}
 	return w.cfg.Models.WithRunKeys(keys).ForRun(run.GetId()), nil
 }

@@ -199,7 +199,8 @@ func (x *ListRunsRequest) GetLabels() []string {
 
 type ListRunsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Runs  []*Run                 `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
+	// Without output (up to 256 KiB each): GetRun has it.
+	Runs []*Run `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
 	// Empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
