@@ -393,7 +393,9 @@ func (e *execution) evaluate(ctx context.Context, t *wfv1.Test, run *wfv1.Run) (
 			return suite.Verdict{}, fmt.Errorf("read final screenshot of run %s: %w", run.GetId(), err)
 		}
 	}
-	v, err := suite.Evaluate(ctx, t, ev, e.w.cfg.Models)
+	// The grading model is built as the suite run's tenant: a rubric
+	// oracle's api_key_credential is that tenant's credential.
+	v, err := suite.Evaluate(e.tenantCtx(ctx), t, ev, e.w.cfg.Models)
 	if ctx.Err() != nil {
 		// Stopped (shutdown) mid-judgement: a model call cut short is no
 		// verdict; the next execution judges again.

@@ -24,6 +24,7 @@ import (
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/events"
 	"github.com/wayfinder/wayfinder/internal/fault"
+	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/queue"
 	"github.com/wayfinder/wayfinder/internal/store"
 	"github.com/wayfinder/wayfinder/internal/store/storetest"
@@ -711,4 +712,29 @@ func TestNoHub(t *testing.T) {
 	sr, results := b.get(t, id)
 	require.Equal(t, wfv1.SuiteRunStatus_SUITE_RUN_STATUS_PASSED, sr.Status)
 	require.Equal(t, wfv1.TestOutcome_TEST_OUTCOME_FLAKY, results["a"].Outcome)
+}
+
+// TestGraderTenant: a rubric oracle's grading model is built as the suite
+// run's tenant (its api_key_credential is that tenant's credential), not
+// as the default tenant of a context without a caller.
+func TestGraderTenant(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	b := setup(t, func(c *Config) {
+		c.Models = func(ctx context.Context, _ *wfv1.Test, _ *wfv1.RubricOracle) (llm.Model, error) {
+			mu.Lock()
+			seen[tenant.ID(ctx)] = true
+			mu.Unlock()
+			return nil, errors.New("no grader in this test")
+		}
+	})
+	rubric := &wfv1.Oracle{Check: &wfv1.Oracle_Rubric{Rubric: &wfv1.RubricOracle{Rubric: "The mug is in the cart"}}}
+	id := b.startSuiteRun(t, 1, test("graded", 0, rubric))
+	require.NoError(t, b.worker.Work(t.Context(), job(id, 1)))
+	_, results := b.get(t, id)
+	require.Equal(t, wfv1.TestOutcome_TEST_OUTCOME_FAILED, results["graded"].Outcome)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[string]bool{testTenant: true}, seen)
 }
