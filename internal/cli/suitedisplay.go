@@ -209,7 +209,7 @@ func attemptWhy(a *wfv1.TestAttempt) string {
 			p = o.GetName() + " (" + o.GetKind() + ")"
 		}
 		if o.GetDetail() != "" {
-			p += " " + o.GetDetail()
+			p += ": " + o.GetDetail()
 		}
 		parts = append(parts, p)
 	}

@@ -64,8 +64,8 @@ func TestSuiteDisplayPlain(t *testing.T) {
 	}
 	d.stop()
 	want := `▸ login     running  run run-1
-↻ login     attempt 1 failed (0.50): url_pattern "/done$" did not match http://127.0.0.1:1/cart; retrying (attempt 2)  run run-2
-✗ checkout  failed 0.50  4.2s  run run-3: receipt (text_present) "Thank you" not on the page
+↻ login     attempt 1 failed (0.50): url_pattern: "/done$" did not match http://127.0.0.1:1/cart; retrying (attempt 2)  run run-2
+✗ checkout  failed 0.50  4.2s  run run-3: receipt (text_present): "Thank you" not on the page
 ~ login     flaky 1.00  12.4s  (2 attempts)  run run-2
 - search    skipped: the suite run was cancelled
 `
