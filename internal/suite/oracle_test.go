@@ -3,6 +3,7 @@ package suite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -631,4 +632,25 @@ func TestRubricContextEnded(t *testing.T) {
 	_, err := Evaluate(ctx, rubricTest(nil), rubricEvidence(t), modelFor(m, nil))
 	require.ErrorIs(t, err, context.Canceled)
 	require.Empty(t, m.Requests())
+}
+
+// TestRubricRequestLastSteps: given only the last steps of a long run (as
+// an executor reads them), the grader is told the run's step count and how
+// many earlier steps it is not shown.
+func TestRubricRequestLastSteps(t *testing.T) {
+	t.Parallel()
+	run := completed()
+	run.StepCount = 100
+	var steps []*wfv1.Step
+	for n := int32(100 - EvidenceSteps + 1); n <= 100; n++ {
+		steps = append(steps, &wfv1.Step{Number: n, Url: "https://shop.example.com/"})
+	}
+	test := rubricTest(nil)
+	require.True(t, NeedsEvidence(test))
+	require.False(t, NeedsEvidence(&wfv1.Test{Oracles: []*wfv1.Oracle{{Check: &wfv1.Oracle_UrlPattern{UrlPattern: "x"}}}}))
+	require.False(t, NeedsEvidence(&wfv1.Test{}), "the default goal oracle reads no steps")
+	req := rubricRequest(test, test.GetOracles()[0].GetRubric(), Evidence{Run: run, Steps: steps})
+	text := req.Messages[0].Parts[0].Text
+	require.Contains(t, text, "The run ended COMPLETED after 100 steps.")
+	require.Contains(t, text, fmt.Sprintf("(%d earlier steps not shown)\n%d. ", 100-EvidenceSteps, 100-EvidenceSteps+1))
 }

@@ -25,8 +25,6 @@ const (
 	defaultConcurrency = 4
 	// maxConcurrency bounds a suite's concurrency whatever it says.
 	maxConcurrency = 64
-	// stepPage is how many steps are read at once for the evidence.
-	stepPage = 200
 )
 
 // execution is one slice of a suite run's execution. Its state is what the
@@ -369,29 +367,9 @@ func (e *execution) end(ctx context.Context) error {
 // returned (transient); an error of the evaluation itself fails the
 // attempt with that error as its message.
 func (e *execution) evaluate(ctx context.Context, t *wfv1.Test, run *wfv1.Run) (suite.Verdict, error) {
-	ev := suite.Evidence{Run: run}
-	if run.GetStepCount() > 0 {
-		var after int32
-		for {
-			page, err := e.w.cfg.Store.ListSteps(ctx, run.GetId(), after, stepPage)
-			if err != nil {
-				return suite.Verdict{}, fmt.Errorf("read steps of run %s: %w", run.GetId(), err)
-			}
-			ev.Steps = append(ev.Steps, page...)
-			if len(page) < stepPage {
-				break
-			}
-			after = page[len(page)-1].GetNumber()
-		}
-	}
-	if id := run.GetFinalScreenshotMediaId(); id != "" {
-		m, err := e.w.cfg.Store.GetMedia(ctx, id)
-		switch {
-		case err == nil:
-			ev.Screenshot = m.Data
-		case !errors.Is(err, fault.ErrNotFound):
-			return suite.Verdict{}, fmt.Errorf("read final screenshot of run %s: %w", run.GetId(), err)
-		}
+	ev, err := e.evidence(ctx, t, run)
+	if err != nil {
+		return suite.Verdict{}, err
 	}
 	// The grading model is built as the suite run's tenant: a rubric
 	// oracle's api_key_credential is that tenant's credential.
@@ -405,6 +383,37 @@ func (e *execution) evaluate(ctx context.Context, t *wfv1.Test, run *wfv1.Run) (
 		return suite.Verdict{Message: "the attempt could not be judged: " + err.Error()}, nil
 	}
 	return v, nil
+}
+
+// evidence reads what t's oracles judge of a finished run: the run, and
+// only when a rubric oracle reads them (suite.NeedsEvidence), its last
+// suite.EvidenceSteps steps and its final screenshot. A run's record can
+// be large (up to 500 steps, extract rows, complete_task data): it is
+// never read whole.
+func (e *execution) evidence(ctx context.Context, t *wfv1.Test, run *wfv1.Run) (suite.Evidence, error) {
+	ev := suite.Evidence{Run: run}
+	if !suite.NeedsEvidence(t) {
+		return ev, nil
+	}
+	if n := run.GetStepCount(); n > 0 {
+		// Steps are numbered 1…step_count.
+		after := max(0, n-suite.EvidenceSteps)
+		steps, err := e.w.cfg.Store.ListSteps(ctx, run.GetId(), after, suite.EvidenceSteps)
+		if err != nil {
+			return ev, fmt.Errorf("read steps of run %s: %w", run.GetId(), err)
+		}
+		ev.Steps = steps
+	}
+	if id := run.GetFinalScreenshotMediaId(); id != "" {
+		m, err := e.w.cfg.Store.GetMedia(ctx, id)
+		switch {
+		case err == nil:
+			ev.Screenshot = m.Data
+		case !errors.Is(err, fault.ErrNotFound):
+			return ev, fmt.Errorf("read final screenshot of run %s: %w", run.GetId(), err)
+		}
+	}
+	return ev, nil
 }
 
 // tenantCtx is ctx acting as the suite run's tenant.

@@ -738,3 +738,45 @@ func TestGraderTenant(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, map[string]bool{testTenant: true}, seen)
 }
+
+// TestEvidence: an attempt's steps and screenshot are read only for a
+// rubric oracle, and then only the last steps its grader is shown: a run's
+// whole record is never loaded.
+func TestEvidence(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := tenant.With(t.Context(), tenant.Caller{Tenant: testTenant})
+	run, _, err := b.store.CreateRun(ctx, store.NewRun{Tenant: testTenant, Params: &wfv1.RunParams{Goal: "g", StartUrl: "https://shop.test/"}},
+		func(context.Context, pgx.Tx, string) (int64, error) { return 0, nil })
+	require.NoError(t, err)
+	_, _, err = b.store.StartRun(ctx, run.Id)
+	require.NoError(t, err)
+	const steps = 45
+	png := []byte("\x89PNG\r\n\x1a\nimage")
+	for n := int32(1); n <= steps; n++ {
+		var shot *store.Media
+		if n == steps {
+			shot = &store.Media{ContentType: "image/png", Data: png}
+		}
+		_, err := b.store.RecordStep(ctx, &wfv1.Step{RunId: run.Id, Number: n, Url: "https://shop.test/" + strconv.Itoa(int(n)),
+			StartTime: timestamppb.Now(), EndTime: timestamppb.Now()}, shot)
+		require.NoError(t, err)
+	}
+	run, err = b.store.FinishRun(ctx, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_COMPLETED})
+	require.NoError(t, err)
+	require.EqualValues(t, steps, run.StepCount)
+
+	e := &execution{w: b.worker}
+	ev, err := e.evidence(ctx, test("plain", 0), run)
+	require.NoError(t, err)
+	require.Nil(t, ev.Steps, "no oracle reads the steps")
+	require.Nil(t, ev.Screenshot, "no oracle reads the screenshot")
+
+	rubric := &wfv1.Oracle{Check: &wfv1.Oracle_Rubric{Rubric: &wfv1.RubricOracle{Rubric: "The mug is in the cart"}}}
+	ev, err = e.evidence(ctx, test("graded", 0, rubric), run)
+	require.NoError(t, err)
+	require.Len(t, ev.Steps, suite.EvidenceSteps)
+	require.EqualValues(t, steps-suite.EvidenceSteps+1, ev.Steps[0].Number)
+	require.EqualValues(t, steps, ev.Steps[len(ev.Steps)-1].Number)
+	require.Equal(t, png, ev.Screenshot)
+}
