@@ -15,6 +15,7 @@
 //	wayfinder runs list|get|cancel|events|steps     list, inspect and cancel runs
 //	wayfinder approve RUN_ID [--reject]             answer a run's human checkpoint
 //	wayfinder media get MEDIA_ID -o FILE            download a screenshot
+//	wayfinder test run FILE.yaml [--junit F]        run a test suite from CI (exit 0 PASSED, 1 FAILED)
 package main
 
 import (
