@@ -57,6 +57,8 @@ CREATE TABLE suite_runs (
 CREATE UNIQUE INDEX suite_runs_request ON suite_runs (tenant_id, request_id) WHERE request_id IS NOT NULL;
 CREATE INDEX suite_runs_history ON suite_runs (tenant_id, suite_name, created_at DESC, id DESC);
 CREATE INDEX suite_runs_tenant ON suite_runs (tenant_id, created_at DESC, id DESC);
+-- The reaper's scan of unfinished suite runs.
+CREATE INDEX suite_runs_live ON suite_runs (job_id) WHERE status IN ('queued', 'running');
 
 CREATE TABLE suite_test_results (
     suite_run_id uuid NOT NULL REFERENCES suite_runs (id) ON DELETE CASCADE,

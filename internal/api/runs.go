@@ -82,6 +82,17 @@ func (s *RunService) create(ctx context.Context, params *wfv1.RunParams, request
 	if err := v.Err(); err != nil {
 		return nil, false, err
 	}
+	if requestID != "" {
+		// A retry gets the run its key made, even when the request could
+		// not be accepted any more (a credential it names was deleted since).
+		run, err := s.cfg.Store.RunByRequest(ctx, tenant.ID(ctx), requestID)
+		if err == nil {
+			return run, false, nil
+		}
+		if !errors.Is(err, fault.ErrNotFound) {
+			return nil, false, err
+		}
+	}
 	params, err := s.checkRunParams(ctx, params)
 	if err != nil {
 		return nil, false, err

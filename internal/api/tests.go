@@ -561,9 +561,23 @@ func (s *TestService) followSuiteRun(ctx context.Context, id string, send func(*
 			return err
 		}
 		sr = next
+		if store.SuiteRunFinal(sr.Status) {
+			break
+		}
+		// Changes that come close together (a suite's tests ending at
+		// once) reach the watcher as one message: the hub's wake is
+		// kept while this waits.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(watchCoalesce):
+		}
 	}
 	return nil
 }
+
+// watchCoalesce is the least time between two WatchSuiteRun messages.
+const watchCoalesce = 250 * time.Millisecond
 
 // nameErr checks a test or suite name given by a request.
 func nameErr(field, name string) error {

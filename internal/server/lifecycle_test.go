@@ -132,6 +132,11 @@ func TestRunOverGRPC(t *testing.T) {
 	again, err := ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: p, RequestId: "req-1"})
 	require.NoError(t, err)
 	require.Equal(t, run.Id, again.Id, "same request_id, same run")
+	// A retry gets its run even when the request could no longer be
+	// accepted (a suite run resuming after a credential was deleted).
+	again, err = ts.client.CreateRun(ctx, &wfv1.CreateRunRequest{Params: &wfv1.RunParams{}, RequestId: "req-1"})
+	require.NoError(t, err)
+	require.Equal(t, run.Id, again.Id)
 
 	evs := collectEvents(t, ts.client, run.Id, 0)
 	require.Equal(t, []wfv1.RunEventType{

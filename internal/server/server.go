@@ -319,6 +319,13 @@ func reapLoop(ctx context.Context, st *store.Store, every time.Duration, logger 
 		for _, id := range ids {
 			logger.Warn("run lost with its worker; ended as error", "run_id", id)
 		}
+		ids, err = st.ReapLostSuiteRuns(ctx)
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("looking for lost suite runs", "error", err)
+		}
+		for _, id := range ids {
+			logger.Warn("suite run lost with its job; ended as error", "suite_run_id", id)
+		}
 	}
 }
 

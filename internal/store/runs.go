@@ -170,6 +170,17 @@ func lockRun(ctx context.Context, tx pgx.Tx, id string) (*wfv1.Run, error) {
 	return run, nil
 }
 
+// RunByRequest returns the tenant's run created with idempotency key
+// requestID; fault.ErrNotFound when there is none.
+func (s *Store) RunByRequest(ctx context.Context, tenantID, requestID string) (*wfv1.Run, error) {
+	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant_id = $1 AND request_id = $2`,
+		tenantID, requestID))
+	if err != nil {
+		return nil, notFound("run for request", requestID, err)
+	}
+	return run, nil
+}
+
 const runColumns = `id, coalesce(request_id, ''), status, params, created_at, started_at, ended_at,
 	step_count, coalesce(error_category, ''), coalesce(error_message, ''), coalesce(error_step, 0),
 	coalesce(final_screenshot_media_id::text, ''), coalesce(final_url, ''), final_verdict,

@@ -939,3 +939,36 @@ func (s *Store) CancelSuiteRun(ctx context.Context, id string, cancelJob CancelJ
 			"not run: the suite run was cancelled first")
 	})
 }
+
+// ReapLostSuiteRuns ends ERROR the unfinished suite runs whose River job is
+// gone or finalized (discarded after its last failed execution, cancelled,
+// or completed without finishing the suite run), so that no suite run
+// stays QUEUED or RUNNING with nothing to execute it. It returns their
+// IDs. Their tests still pending or running become SKIPPED; runs the
+// suite run had started go on to their own end.
+func (s *Store) ReapLostSuiteRuns(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT sr.id::text FROM suite_runs sr
+		LEFT JOIN river_job j ON j.id = sr.job_id
+		WHERE sr.status IN ('queued', 'running') AND sr.job_id IS NOT NULL
+		  AND (j.id IS NULL OR j.state IN ('discarded', 'cancelled', 'completed'))`)
+	if err != nil {
+		return nil, fmt.Errorf("find lost suite runs: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("find lost suite runs: %w", err)
+	}
+	var reaped []string
+	for _, id := range ids {
+		sr, err := s.FinishSuiteRun(ctx, id, wfv1.SuiteRunStatus_SUITE_RUN_STATUS_ERROR,
+			"the suite run's job was lost (its executions kept failing, or it was removed) before the suite run ended")
+		if err != nil && !errors.Is(err, fault.ErrNotFound) {
+			return reaped, err
+		}
+		if err == nil && sr.Status == wfv1.SuiteRunStatus_SUITE_RUN_STATUS_ERROR {
+			reaped = append(reaped, id)
+		}
+	}
+	return reaped, nil
+}

@@ -558,3 +558,73 @@ func TestSuiteRunNotifications(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.SuiteRunKey(sr2.Id), next("cancel queued"))
 }
+
+// TestReapLostSuiteRuns: an unfinished suite run whose job is gone or
+// finalized ends ERROR; one whose job lives, or that already ended, is
+// left alone.
+func TestReapLostSuiteRuns(t *testing.T) {
+	t.Parallel()
+	b := setupSuites(t)
+	b.q = &fakeQueue{riverRows: true}
+	ctx := t.Context()
+	cases := []struct {
+		name     string
+		start    bool   // RUNNING rather than QUEUED
+		finish   bool   // PASSED first
+		jobState string // river_job state; "gone" deletes the job
+		want     wfv1.SuiteRunStatus
+	}{
+		{"running, job discarded", true, false, "discarded", wfv1.SuiteRunStatus_SUITE_RUN_STATUS_ERROR},
+		{"running, job completed", true, false, "completed", wfv1.SuiteRunStatus_SUITE_RUN_STATUS_ERROR},
+		{"queued, job gone", false, false, "gone", wfv1.SuiteRunStatus_SUITE_RUN_STATUS_ERROR},
+		{"running, job snoozed", true, false, "scheduled", wfv1.SuiteRunStatus_SUITE_RUN_STATUS_RUNNING},
+		{"running, job running", true, false, "running", wfv1.SuiteRunStatus_SUITE_RUN_STATUS_RUNNING},
+		{"queued, job available", false, false, "available", wfv1.SuiteRunStatus_SUITE_RUN_STATUS_QUEUED},
+		{"passed, job discarded", true, true, "discarded", wfv1.SuiteRunStatus_SUITE_RUN_STATUS_PASSED},
+	}
+	ids := make([]string, len(cases))
+	var wantReaped []string
+	for i, c := range cases {
+		sr := b.startSuiteRun(t, fmt.Sprintf("reap-%d", i), 2)
+		ids[i] = sr.Id
+		if c.start {
+			_, _, err := b.s.StartSuiteRun(ctx, sr.Id)
+			require.NoError(t, err)
+			require.NoError(t, b.s.PutTestResult(ctx, sr.Id, 0, &wfv1.TestResult{Outcome: wfv1.TestOutcome_TEST_OUTCOME_RUNNING,
+				Attempts: []*wfv1.TestAttempt{{Number: 1, RunId: "r1"}}}))
+		}
+		if c.finish {
+			_, err := b.s.FinishSuiteRun(ctx, sr.Id, wfv1.SuiteRunStatus_SUITE_RUN_STATUS_PASSED, "")
+			require.NoError(t, err)
+		}
+		var jobID int64
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT job_id FROM suite_runs WHERE id = $1`, sr.Id).Scan(&jobID))
+		if c.jobState == "gone" {
+			_, err := b.pool.Exec(ctx, `DELETE FROM river_job WHERE id = $1`, jobID)
+			require.NoError(t, err)
+		} else {
+			setJobState(t, b.pool, jobID, c.jobState)
+		}
+		if c.want == wfv1.SuiteRunStatus_SUITE_RUN_STATUS_ERROR {
+			wantReaped = append(wantReaped, sr.Id)
+		}
+	}
+
+	reaped, err := b.s.ReapLostSuiteRuns(ctx)
+	require.NoError(t, err)
+	require.ElementsMatch(t, wantReaped, reaped)
+	for i, c := range cases {
+		sr, err := b.s.GetSuiteRun(ctx, ids[i])
+		require.NoError(t, err)
+		require.Equal(t, c.want, sr.Status, c.name)
+		if c.want == wfv1.SuiteRunStatus_SUITE_RUN_STATUS_ERROR {
+			require.Contains(t, sr.Error, "job was lost", c.name)
+			for _, r := range sr.Results {
+				require.Equal(t, wfv1.TestOutcome_TEST_OUTCOME_SKIPPED, r.Outcome, c.name)
+			}
+		}
+	}
+	again, err := b.s.ReapLostSuiteRuns(ctx)
+	require.NoError(t, err)
+	require.Empty(t, again, "a reaped suite run is final")
+}

@@ -384,7 +384,7 @@ func checkReport(o *wfv1.Oracle, run *wfv1.Run) (bool, string) {
 	case res == nil:
 		return false, fmt.Sprintf("the run recorded no result for %s (report indicator %q): it ended before a page was checked", what, want.GetName())
 	case res.GetError() != "":
-		return false, fmt.Sprintf("could not check for %s: %s", what, oneLine(res.GetError()))
+		return false, fmt.Sprintf("could not check for %s: %s", what, clipRunes(oneLine(res.GetError()), maxDetail))
 	case res.GetMatched():
 		return true, fmt.Sprintf("%s is on the final page (step %d)", upperFirst(what), res.GetStepNumber())
 	}

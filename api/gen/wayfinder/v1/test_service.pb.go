@@ -113,7 +113,8 @@ const (
 	TestOutcome_TEST_OUTCOME_FLAKY TestOutcome = 5
 	// The test could not be run (its run was refused).
 	TestOutcome_TEST_OUTCOME_ERROR TestOutcome = 6
-	// Not run: the suite run was cancelled first.
+	// Not run, or not run to its end: the suite run was cancelled before
+	// the test started, or ended ERROR while it was pending or running.
 	TestOutcome_TEST_OUTCOME_SKIPPED TestOutcome = 7
 )
 

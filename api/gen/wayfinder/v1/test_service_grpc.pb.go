@@ -94,7 +94,8 @@ type TestServiceClient interface {
 	// cancelled, tests not started are SKIPPED, and it ends CANCELLED.
 	CancelSuiteRun(ctx context.Context, in *CancelSuiteRunRequest, opts ...grpc.CallOption) (*SuiteRun, error)
 	// WatchSuiteRun streams the suite run: its current state at once, then
-	// each change, until it ends (the last message has a final status).
+	// its changes (those within 250 ms of each other in one message), until
+	// it ends (the last message has a final status).
 	WatchSuiteRun(ctx context.Context, in *WatchSuiteRunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SuiteRun], error)
 }
 
@@ -338,7 +339,8 @@ type TestServiceServer interface {
 	// cancelled, tests not started are SKIPPED, and it ends CANCELLED.
 	CancelSuiteRun(context.Context, *CancelSuiteRunRequest) (*SuiteRun, error)
 	// WatchSuiteRun streams the suite run: its current state at once, then
-	// each change, until it ends (the last message has a final status).
+	// its changes (those within 250 ms of each other in one message), until
+	// it ends (the last message has a final status).
 	WatchSuiteRun(*WatchSuiteRunRequest, grpc.ServerStreamingServer[SuiteRun]) error
 	mustEmbedUnimplementedTestServiceServer()
 }
