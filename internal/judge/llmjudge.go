@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/wayfinder/wayfinder/internal/llm"
@@ -289,35 +288,7 @@ type verdictArgs struct {
 // parseResponse reads the verdict from a VerdictTool call or, failing that,
 // from a JSON object in the text.
 func parseResponse(resp *llm.Response) (Verdict, error) {
-	if resp == nil {
-		return Verdict{}, errors.New("no answer")
-	}
-	var errs []error
-	for _, tc := range resp.ToolCalls {
-		if tc.Name != VerdictTool {
-			continue
-		}
-		v, err := parseVerdict(tc.Arguments)
-		if err == nil {
-			return v, nil
-		}
-		errs = append(errs, fmt.Errorf("%s arguments: %w", VerdictTool, err))
-	}
-	for _, cand := range jsonCandidates(resp.Text) {
-		if v, err := parseVerdict([]byte(cand)); err == nil {
-			return v, nil
-		}
-	}
-	switch {
-	case len(errs) > 0:
-		return Verdict{}, errors.Join(errs...)
-	case len(resp.ToolCalls) > 0:
-		return Verdict{}, fmt.Errorf("called %s instead of %s", resp.ToolCalls[0].Name, VerdictTool)
-	case strings.TrimSpace(resp.Text) == "":
-		return Verdict{}, errors.New("empty answer")
-	default:
-		return Verdict{}, errors.New("no verdict object in the text")
-	}
+	return llm.ToolAnswer(resp, VerdictTool, parseVerdict)
 }
 
 // wrapperKeys are keys under which models nest the arguments when they
@@ -363,24 +334,4 @@ func parseVerdict(raw []byte) (Verdict, error) {
 		v.Confidence = min(1, max(0, *a.Confidence))
 	}
 	return v, nil
-}
-
-// fence matches a Markdown code block.
-var fence = regexp.MustCompile("(?s)```[a-zA-Z]*\\s*(.*?)```")
-
-// jsonCandidates returns the texts in text that may hold the verdict
-// object: fenced blocks, the whole text, the span from the first '{' to the
-// last '}'.
-func jsonCandidates(text string) []string {
-	var out []string
-	for _, m := range fence.FindAllStringSubmatch(text, -1) {
-		out = append(out, m[1])
-	}
-	if t := strings.TrimSpace(text); t != "" {
-		out = append(out, t)
-	}
-	if i, k := strings.Index(text, "{"), strings.LastIndex(text, "}"); i >= 0 && k > i {
-		out = append(out, text[i:k+1])
-	}
-	return out
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -273,34 +272,7 @@ type gradeArgs struct {
 // parseGrade reads the grade from a GradeTool call or, failing that, from
 // a JSON object in the text.
 func parseGrade(resp *llm.Response) (grade, error) {
-	if resp == nil {
-		return grade{}, errors.New("no answer")
-	}
-	var errs []error
-	for _, tc := range resp.ToolCalls {
-		if tc.Name != GradeTool {
-			continue
-		}
-		g, err := parseGradeArgs(tc.Arguments)
-		if err == nil {
-			return g, nil
-		}
-		errs = append(errs, fmt.Errorf("%s arguments: %w", GradeTool, err))
-	}
-	for _, cand := range jsonCandidates(resp.Text) {
-		if g, err := parseGradeArgs([]byte(cand)); err == nil {
-			return g, nil
-		}
-	}
-	switch {
-	case len(errs) > 0:
-		return grade{}, errors.Join(errs...)
-	case len(resp.ToolCalls) > 0:
-		return grade{}, fmt.Errorf("called %s instead of %s", resp.ToolCalls[0].Name, GradeTool)
-	case strings.TrimSpace(resp.Text) == "":
-		return grade{}, errors.New("empty answer")
-	}
-	return grade{}, errors.New("no grade in the text")
+	return llm.ToolAnswer(resp, GradeTool, parseGradeArgs)
 }
 
 // wrapperKeys are keys under which models nest the arguments when they
@@ -337,24 +309,4 @@ func parseGradeArgs(raw []byte) (grade, error) {
 		reason = "(the model gave no reason)"
 	}
 	return grade{score: *a.Score, reason: reason}, nil
-}
-
-// fence matches a Markdown code block.
-var fence = regexp.MustCompile("(?s)```[a-zA-Z]*\\s*(.*?)```")
-
-// jsonCandidates returns the texts in text that may hold the grade object:
-// fenced blocks, the whole text, the span from the first '{' to the last
-// '}'.
-func jsonCandidates(text string) []string {
-	var out []string
-	for _, m := range fence.FindAllStringSubmatch(text, -1) {
-		out = append(out, m[1])
-	}
-	if t := strings.TrimSpace(text); t != "" {
-		out = append(out, t)
-	}
-	if i, k := strings.Index(text, "{"), strings.LastIndex(text, "}"); i >= 0 && k > i {
-		out = append(out, text[i:k+1])
-	}
-	return out
 }
