@@ -36,7 +36,7 @@ func newToolService(t *testing.T) toolBundle {
 	return toolBundle{svc: NewToolService(st, kr, worker.Egress(true)), st: st, acme: asTenant("acme"), other: asTenant("other")}
 }
 
-func schema(t *testing.T, m map[string]any) *structpb.Struct {
+func schemaStruct(t *testing.T, m map[string]any) *structpb.Struct {
 	t.Helper()
 	s, err := structpb.NewStruct(m)
 	require.NoError(t, err)
@@ -45,7 +45,7 @@ func schema(t *testing.T, m map[string]any) *structpb.Struct {
 
 func webhookTool(t *testing.T, name string) *wfv1.ToolDefinition {
 	return &wfv1.ToolDefinition{Name: name, Description: "Look up a customer.",
-		InputSchema: schema(t, map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string"}}}),
+		InputSchema: schemaStruct(t, map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string"}}}),
 		Implementation: &wfv1.ToolDefinition_Webhook{Webhook: &wfv1.WebhookTool{
 			Url: "https://hooks.example.com/customer", Headers: map[string]string{"Authorization": toolSecret}}}}
 }
@@ -209,7 +209,7 @@ func TestRunCatalogTools(t *testing.T) {
 	b := newToolService(t)
 	_, err := b.svc.CreateTool(b.acme, &wfv1.CreateToolRequest{Tool: webhookTool(t, "customer")})
 	require.NoError(t, err)
-	obj := schema(t, map[string]any{"type": "object"})
+	obj := schemaStruct(t, map[string]any{"type": "object"})
 	ref := func(name, catalog string) *wfv1.ToolDefinition {
 		return &wfv1.ToolDefinition{Name: name, Implementation: &wfv1.ToolDefinition_CatalogRef{CatalogRef: catalog}}
 	}

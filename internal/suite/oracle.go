@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -19,6 +18,7 @@ import (
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/llm"
+	"github.com/wayfinder/wayfinder/internal/schema"
 )
 
 // Oracle kinds, as OracleKind and OracleResult.kind name them.
@@ -399,15 +399,15 @@ func upperFirst(s string) string {
 }
 
 // checkSchema: the run's output satisfies the JSON Schema.
-func checkSchema(schema *structpb.Struct, run *wfv1.Run) (bool, string) {
+func checkSchema(spec *structpb.Struct, run *wfv1.Run) (bool, string) {
 	if run.GetOutput() == nil {
 		return false, "the run produced no output"
 	}
-	raw, err := protojson.Marshal(schema)
+	raw, err := protojson.Marshal(spec)
 	if err != nil {
 		return false, "invalid JSON Schema: " + err.Error()
 	}
-	sch, err := compileSchema(raw)
+	sch, _, err := schema.Compile(raw, "data_schema")
 	if err != nil {
 		return false, "invalid JSON Schema: " + err.Error()
 	}
@@ -415,82 +415,15 @@ func checkSchema(schema *structpb.Struct, run *wfv1.Run) (bool, string) {
 	if err != nil {
 		return false, "unreadable output: " + err.Error()
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(out))
+	doc, err := schema.Parse(out)
 	if err != nil {
 		return false, "unreadable output: " + err.Error()
 	}
 	if err := sch.Validate(doc); err != nil {
 		return false, fmt.Sprintf("the output does not match the schema: %s (output: %s)",
-			describeValidation(err), clipRunes(compactJSON(out), maxDetail))
+			schema.Describe(err), clipRunes(compactJSON(out), maxDetail))
 	}
 	return true, "the output matches the schema"
-}
-
-// schemaURL is the URL a schema is compiled under; it never reaches a
-// loader.
-const schemaURL = "mem://oracle/data_schema.json"
-
-// errRemoteRef is the loader's answer for every document outside the
-// schema.
-var errRemoteRef = errors.New("only references inside the schema resolve")
-
-// noRemote refuses to load documents: only the schema itself and the
-// metaschemas the library embeds resolve.
-type noRemote struct{}
-
-func (noRemote) Load(string) (any, error) { return nil, errRemoteRef }
-
-// compileSchema compiles a JSON Schema document (draft 2020-12 unless it
-// says otherwise).
-func compileSchema(raw []byte) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noRemote{})
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, errors.New(oneLine(err.Error()))
-	}
-	sch, err := c.Compile(schemaURL)
-	if err != nil {
-		var meta *jsonschema.SchemaValidationError
-		if errors.As(err, &meta) {
-			return nil, errors.New(describeValidation(meta.Err))
-		}
-		return nil, errors.New(strings.ReplaceAll(oneLine(err.Error()), schemaURL, "the schema"))
-	}
-	return sch, nil
-}
-
-// maxSchemaErrors bounds the validation failures one detail lists.
-const maxSchemaErrors = 5
-
-// describeValidation lists the leaf failures of a validation error as
-// "at '/path': what".
-func describeValidation(err error) string {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return oneLine(err.Error())
-	}
-	var leaves []string
-	var walk func(*jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			leaf := &jsonschema.ValidationError{InstanceLocation: e.InstanceLocation, ErrorKind: e.ErrorKind}
-			leaves = append(leaves, oneLine(leaf.Error()))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	if more := len(leaves) - maxSchemaErrors; more > 0 {
-		leaves = append(leaves[:maxSchemaErrors], fmt.Sprintf("and %d more", more))
-	}
-	return strings.Join(leaves, "; ")
 }
 
 func compactJSON(raw []byte) string {

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wayfinder/wayfinder/internal/schema"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -111,13 +112,13 @@ func Validate(d Definition, reserved func(name string) bool) []Problem {
 
 	if absent(d.InputSchema) {
 		add("input_schema", "required")
-	} else if _, doc, err := compileSchema(d.InputSchema, "input_schema"); err != nil {
+	} else if _, doc, err := schema.Compile(d.InputSchema, "input_schema"); err != nil {
 		add("input_schema", "%v", err)
 	} else if !isObjectSchema(doc) {
 		add("input_schema", `must be an object schema ("type": "object")`)
 	}
 	if !absent(d.OutputSchema) {
-		if _, _, err := compileSchema(d.OutputSchema, "output_schema"); err != nil {
+		if _, _, err := schema.Compile(d.OutputSchema, "output_schema"); err != nil {
 			add("output_schema", "%v", err)
 		}
 	}

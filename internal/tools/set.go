@@ -19,6 +19,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/wayfinder/wayfinder/internal/llm"
+	"github.com/wayfinder/wayfinder/internal/schema"
 )
 
 // Defaults of Options.
@@ -128,11 +129,11 @@ func compile(d Definition) (*tool, error) {
 		t.timeout = DefaultTimeout
 	}
 	var err error
-	if t.input, _, err = compileSchema(d.InputSchema, "input_schema"); err != nil {
+	if t.input, _, err = schema.Compile(d.InputSchema, "input_schema"); err != nil {
 		return nil, fmt.Errorf("input_schema: %w", err)
 	}
 	if !absent(d.OutputSchema) {
-		if t.output, _, err = compileSchema(d.OutputSchema, "output_schema"); err != nil {
+		if t.output, _, err = schema.Compile(d.OutputSchema, "output_schema"); err != nil {
 			return nil, fmt.Errorf("output_schema: %w", err)
 		}
 	}
@@ -212,12 +213,12 @@ func (t *tool) checkArguments(args json.RawMessage) ([]byte, error) {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	v, err := parseJSON(args)
+	v, err := schema.Parse(args)
 	if err != nil {
 		return nil, t.fail(CodeInvalidArguments, 0, "arguments are not valid JSON: %s", oneLine(err.Error()))
 	}
 	if err := t.input.Validate(v); err != nil {
-		return nil, t.fail(CodeInvalidArguments, 0, "arguments do not match the input schema: %s", describeValidation(err))
+		return nil, t.fail(CodeInvalidArguments, 0, "arguments do not match the input schema: %s", schema.Describe(err))
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, args); err != nil {
@@ -278,14 +279,14 @@ func (t *tool) checkOutput(data []byte, status int) (json.RawMessage, error) {
 	if len(data) == 0 {
 		return nil, t.fail(CodeInvalidOutput, status, "answer is empty; a JSON body is required")
 	}
-	v, err := parseJSON(data)
+	v, err := schema.Parse(data)
 	if err != nil {
 		return nil, t.fail(CodeInvalidOutput, status, "answer is not JSON: %s", t.sanitise([]byte(err.Error())))
 	}
 	if t.output != nil {
 		if err := t.output.Validate(v); err != nil {
 			return nil, t.fail(CodeInvalidOutput, status, "answer does not match the output schema: %s",
-				t.sanitise([]byte(describeValidation(err))))
+				t.sanitise([]byte(schema.Describe(err))))
 		}
 	}
 	var buf bytes.Buffer
