@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -221,4 +222,36 @@ func mainArgument(args *structpb.Struct) string {
 		}
 	}
 	return ""
+}
+
+// printJSONLines writes each message as one line of JSON (for --json).
+func printJSONLines[M proto.Message](w io.Writer, ms []M) error {
+	for _, m := range ms {
+		if err := printJSON(w, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listAll gathers up to limit items of a paged List call: page asks for
+// the page at token (each call with the session's call timeout) and
+// returns its items and the next token, "" after the last page.
+func listAll[T any](ctx context.Context, s *session, limit int, page func(ctx context.Context, token string) ([]T, string, error)) ([]T, error) {
+	var items []T
+	token := ""
+	for len(items) < limit {
+		cctx, cancel := s.call(ctx)
+		got, next, err := page(cctx, token)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, got...)
+		if next == "" {
+			break
+		}
+		token = next
+	}
+	return items[:min(len(items), limit)], nil
 }

@@ -60,29 +60,15 @@ func runsList(ctx context.Context, s *session, args []string) (int, error) {
 	if err := s.connect(); err != nil {
 		return 0, err
 	}
-	var runs []*wfv1.Run
-	req := &wfv1.ListRunsRequest{PageSize: int32(min(limit, 200)), Statuses: statuses, Labels: labels}
-	for len(runs) < limit {
-		cctx, cancel := s.call(ctx)
-		resp, err := s.runs.ListRuns(cctx, req)
-		cancel()
-		if err != nil {
-			return 0, err
-		}
-		runs = append(runs, resp.GetRuns()...)
-		if resp.GetNextPageToken() == "" {
-			break
-		}
-		req.PageToken = resp.GetNextPageToken()
+	runs, err := listAll(ctx, s, limit, func(ctx context.Context, token string) ([]*wfv1.Run, string, error) {
+		resp, err := s.runs.ListRuns(ctx, &wfv1.ListRunsRequest{PageSize: int32(min(limit, 200)), Statuses: statuses, Labels: labels, PageToken: token})
+		return resp.GetRuns(), resp.GetNextPageToken(), err
+	})
+	if err != nil {
+		return 0, err
 	}
-	runs = runs[:min(len(runs), limit)]
 	if s.json {
-		for _, r := range runs {
-			if err := printJSON(s.env.Stdout, r); err != nil {
-				return 0, err
-			}
-		}
-		return exitOK, nil
+		return exitOK, printJSONLines(s.env.Stdout, runs)
 	}
 	tw := tabwriter.NewWriter(s.env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tSTEPS\tCREATED\tGOAL")

@@ -421,29 +421,15 @@ func testRuns(ctx context.Context, s *session, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var runs []*wfv1.SuiteRun
-	req := &wfv1.ListSuiteRunsRequest{Suite: suiteName, PageSize: int32(min(limit, 200))}
-	for len(runs) < limit {
-		cctx, cancel := s.call(ctx)
-		resp, err := tc.ListSuiteRuns(cctx, req)
-		cancel()
-		if err != nil {
-			return 0, err
-		}
-		runs = append(runs, resp.GetSuiteRuns()...)
-		if resp.GetNextPageToken() == "" {
-			break
-		}
-		req.PageToken = resp.GetNextPageToken()
+	runs, err := listAll(ctx, s, limit, func(ctx context.Context, token string) ([]*wfv1.SuiteRun, string, error) {
+		resp, err := tc.ListSuiteRuns(ctx, &wfv1.ListSuiteRunsRequest{Suite: suiteName, PageSize: int32(min(limit, 200)), PageToken: token})
+		return resp.GetSuiteRuns(), resp.GetNextPageToken(), err
+	})
+	if err != nil {
+		return 0, err
 	}
-	runs = runs[:min(len(runs), limit)]
 	if s.json {
-		for _, r := range runs {
-			if err := printJSON(s.env.Stdout, r); err != nil {
-				return 0, err
-			}
-		}
-		return exitOK, nil
+		return exitOK, printJSONLines(s.env.Stdout, runs)
 	}
 	tw := tabwriter.NewWriter(s.env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSUITE\tSTATUS\tCREATED\tDURATION\tTESTS")
@@ -479,29 +465,15 @@ func testList(ctx context.Context, s *session, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var suites []*wfv1.Suite
-	req := &wfv1.ListSuitesRequest{PageSize: int32(min(limit, 200))}
-	for len(suites) < limit {
-		cctx, cancel := s.call(ctx)
-		resp, err := tc.ListSuites(cctx, req)
-		cancel()
-		if err != nil {
-			return 0, err
-		}
-		suites = append(suites, resp.GetSuites()...)
-		if resp.GetNextPageToken() == "" {
-			break
-		}
-		req.PageToken = resp.GetNextPageToken()
+	suites, err := listAll(ctx, s, limit, func(ctx context.Context, token string) ([]*wfv1.Suite, string, error) {
+		resp, err := tc.ListSuites(ctx, &wfv1.ListSuitesRequest{PageSize: int32(min(limit, 200)), PageToken: token})
+		return resp.GetSuites(), resp.GetNextPageToken(), err
+	})
+	if err != nil {
+		return 0, err
 	}
-	suites = suites[:min(len(suites), limit)]
 	if s.json {
-		for _, su := range suites {
-			if err := printJSON(s.env.Stdout, su); err != nil {
-				return 0, err
-			}
-		}
-		return exitOK, nil
+		return exitOK, printJSONLines(s.env.Stdout, suites)
 	}
 	tw := tabwriter.NewWriter(s.env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTESTS\tTAGS\tDESCRIPTION")
