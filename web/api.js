@@ -1,5 +1,6 @@
-// The REST API client: calls with the API key, screenshots, and the two
-// live feeds (a run's NDJSON event stream, the tenant's SSE stream).
+// The REST API client: calls with the API key, screenshots, and the live
+// feeds (a run's NDJSON event stream, a suite run's NDJSON watch stream,
+// the tenant's SSE stream).
 
 const KEY_STORAGE = 'wayfinder.apiKey';
 
@@ -95,6 +96,7 @@ export async function listAll(path, field, signal) {
 
 export const runPath = (id) => `/v1/runs/${encodeURIComponent(id)}`;
 export const mediaPath = (id) => `/v1/media/${encodeURIComponent(id)}`;
+export const suiteRunPath = (id) => `/v1/suite-runs/${encodeURIComponent(id)}`;
 
 // Screenshots fetched with a key become data: URLs (an <img> cannot send a
 // header, and the page's CSP allows data: images but not blob:). Bounded,
@@ -125,7 +127,8 @@ export async function setMediaSource(img, id) {
   img.src = url;
 }
 
-const sleep = (ms, signal) => new Promise((resolve) => {
+// sleep waits ms, or until signal aborts.
+export const sleep = (ms, signal) => new Promise((resolve) => {
   const t = setTimeout(resolve, ms);
   signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
 });
@@ -143,11 +146,7 @@ export async function followRun(id, afterSequence, onEvent, signal) {
       const resp = await send(`${runPath(id)}/events?after_sequence=${seq}`, { headers: headers(), signal });
       if (!resp.ok) throw await failure(resp);
       backoff = 500;
-      for await (const line of lines(resp.body, signal)) {
-        const msg = JSON.parse(line);
-        if (msg.error) throw new APIError(500, msg.error.message || 'stream error');
-        const ev = msg.result;
-        if (!ev) continue;
+      for await (const ev of results(resp.body, signal)) {
         seq = Math.max(seq, Number(ev.sequence));
         try {
           onEvent(ev);
@@ -162,6 +161,35 @@ export async function followRun(id, afterSequence, onEvent, signal) {
     }
     await sleep(backoff, signal);
     backoff = Math.min(backoff * 2, 10000);
+  }
+}
+
+// watchSuiteRun reads a suite run's watch stream (GET
+// /v1/suite-runs/{id}:watch, one {"result": SuiteRun} per line: the suite
+// run now, then after each change) and calls onSuiteRun for each, until
+// the server ends the stream (after a final status) or signal aborts. A
+// refused call or a broken stream throws (APIError): the caller decides
+// whether to poll instead. Like followRun, the key travels in the
+// Authorization header.
+export async function watchSuiteRun(id, onSuiteRun, signal) {
+  const resp = await send(`${suiteRunPath(id)}:watch`, { headers: headers(), signal });
+  if (!resp.ok) throw await failure(resp);
+  for await (const sr of results(resp.body, signal)) {
+    try {
+      onSuiteRun(sr);
+    } catch (err) {
+      reportBug(err); // the stream goes on
+    }
+  }
+}
+
+// results reads a grpc-gateway server stream: one {"result": message} or
+// {"error": Status} per line. It yields the messages and throws the error.
+async function* results(body, signal) {
+  for await (const line of lines(body, signal)) {
+    const msg = JSON.parse(line);
+    if (msg.error) throw new APIError(500, msg.error.message || 'stream error');
+    if (msg.result) yield msg.result;
   }
 }
 

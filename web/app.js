@@ -1,10 +1,13 @@
 // The dashboard's entry point: a hash router (#/ is the runs list,
-// #/runs/{id} a run, #/runs/{id}/prompt-runs its model calls) and the API
-// key prompt.
+// #/runs/{id} a run, #/runs/{id}/prompt-runs its model calls,
+// #/suite-runs the suite runs, #/suite-runs/{id} one), the header's
+// sections and the API key prompt.
 
 import { apiKey, onAuthNeeded, POLL_MS, setAPIKey } from './api.js';
+import { h } from './dom.js';
 import { runsView } from './runs.js';
 import { runView } from './run.js';
+import { suiteRunsView, suiteRunView } from './suites.js';
 
 const main = document.getElementById('main');
 const liveEl = document.getElementById('live');
@@ -15,6 +18,14 @@ const keyInput = document.getElementById('key-input');
 const keyError = document.getElementById('key-error');
 
 let view = null;
+
+// The header's sections, after the brand.
+const sections = h('nav', { class: 'sections', 'aria-label': 'Sections' },
+  h('a', { href: '#/', dataset: { section: 'runs' }, text: 'Runs' }),
+  h('a', { href: '#/suite-runs', dataset: { section: 'suites' }, text: 'Suites' }));
+document.querySelector('header.top .brand').after(sections);
+
+const TITLES = { runs: 'Runs', run: 'Run', 'suite-runs': 'Suite runs', 'suite-run': 'Suite run' };
 
 const MODES = {
   live: 'live',
@@ -27,12 +38,16 @@ function setMode(mode) {
   liveEl.textContent = MODES[mode] || '';
 }
 
-// route parses the hash: {name: "runs", query} or {name: "run", id, tab}.
+// route parses the hash: {name: "runs", query}, {name: "run", id, tab},
+// {name: "suite-runs", query} or {name: "suite-run", id}.
 function route() {
   const hash = location.hash.replace(/^#/, '') || '/';
   const [path, qs] = hash.split('?');
   const m = /^\/runs\/([^/]+)(?:\/(prompt-runs))?$/.exec(path);
   if (m) return { name: 'run', id: decodeURIComponent(m[1]), tab: m[2] || 'steps' };
+  const s = /^\/suite-runs(?:\/([^/]+))?\/?$/.exec(path);
+  if (s?.[1]) return { name: 'suite-run', id: decodeURIComponent(s[1]) };
+  if (s) return { name: 'suite-runs', query: new URLSearchParams(qs || '') };
   return { name: 'runs', query: new URLSearchParams(qs || '') };
 }
 
@@ -43,9 +58,14 @@ function render() {
     return;
   }
   view?.dispose();
-  view = r.name === 'run' ? runView(r.id, r.tab) : runsView(r.query, { setMode });
+  if (r.name === 'run') view = runView(r.id, r.tab);
+  else if (r.name === 'suite-run') view = suiteRunView(r.id);
+  else if (r.name === 'suite-runs') view = suiteRunsView(r.query, { setMode });
+  else view = runsView(r.query, { setMode });
   main.replaceChildren(view.el);
-  document.title = r.name === 'run' ? 'Run · Wayfinder' : 'Runs · Wayfinder';
+  document.title = `${TITLES[r.name]} · Wayfinder`;
+  const section = r.name.startsWith('suite') ? 'suites' : 'runs';
+  for (const a of sections.children) a.setAttribute('aria-current', String(a.dataset.section === section));
 }
 
 // rerender starts the current view again (after the key changed).
