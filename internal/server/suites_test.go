@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/llm"
@@ -300,6 +302,41 @@ func TestSuiteRun(t *testing.T) {
 	junit, err := suite.JUnit(final)
 	require.NoError(t, err)
 	validateJUnit(t, junit)
+
+	// Over REST: the suite run, and the suite exported and imported back.
+	base := "http://" + ts.addrs.HTTP
+	var got struct {
+		Status  string         `json:"status"`
+		Summary map[string]int `json:"summary"`
+	}
+	require.Equal(t, http.StatusOK, restJSON(t, http.MethodGet, base+"/v1/suite-runs/"+sr.Id, "", &got))
+	require.Equal(t, "SUITE_RUN_STATUS_FAILED", got.Status)
+	require.Equal(t, 1, got.Summary["flaky"])
+	var exported struct {
+		YAML string `json:"yaml"`
+	}
+	require.Equal(t, http.StatusOK, restJSON(t, http.MethodGet, base+"/v1/suites/shop:export", "", &exported))
+	body, err := json.Marshal(map[string]string{"yaml": exported.YAML})
+	require.NoError(t, err)
+	var reimported struct {
+		Tests []struct {
+			Name string `json:"name"`
+		} `json:"tests"`
+	}
+	require.Equal(t, http.StatusOK, restJSON(t, http.MethodPost, base+"/v1/suites:import", string(body), &reimported))
+	require.Len(t, reimported.Tests, 6)
+	for i, test := range imported.Tests {
+		again, err := tests.GetTest(ctx, &wfv1.GetTestRequest{Name: test.Name})
+		require.NoError(t, err)
+		require.Equal(t, test.Name, reimported.Tests[i].Name)
+		test.UpdateTime, again.UpdateTime = nil, nil
+		require.True(t, proto.Equal(test, again), "%s changed in the export round trip:\n%v\n%v", test.Name, test, again)
+	}
+	var bad struct {
+		Message string `json:"message"`
+	}
+	require.Equal(t, http.StatusBadRequest, restJSON(t, http.MethodPost, base+"/v1/suites:import", `{"yaml": "suite: x\ntests:\n  - name: a\n    retires: 2\n"}`, &bad))
+	require.Contains(t, bad.Message, "retires")
 }
 
 // TestSuiteRunCancel: cancelling a suite run stops its running test's run
