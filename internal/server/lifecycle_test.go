@@ -326,7 +326,7 @@ func TestObservabilityEndpoints(t *testing.T) {
 	}
 	require.Equal(t, http.StatusOK, restJSON(t, http.MethodGet, base+"/openapi.json", "", &doc))
 	for _, p := range []string{"/v1/runs", "/v1/runs/{run_id}", "/v1/runs/{run_id}:cancel", "/v1/runs/{run_id}/events",
-		"/v1/runs/{run_id}/steps", "/v1/media/{media_id}"} {
+		"/v1/runs/{run_id}/steps", "/v1/media/{media_id}", "/v1/suites:import", "/v1/suites/{suite}:run", "/v1/suite-runs/{id}"} {
 		require.Contains(t, doc.Paths, p)
 	}
 }
