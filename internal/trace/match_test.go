@@ -60,8 +60,10 @@ func variant(f func(*profile)) string {
 func TestMatch(t *testing.T) {
 	t.Parallel()
 	base := serve(t, map[string]string{
-		"/v1":      v1.html(),
-		"/renamed": variant(func(p *profile) { p.actions = `<button type="button">Cancel</button> <button type="submit">Save changes</button>` }),
+		"/v1": v1.html(),
+		"/renamed": variant(func(p *profile) {
+			p.actions = `<button type="button">Cancel</button> <button type="submit">Save changes</button>`
+		}),
 		"/moved": variant(func(p *profile) {
 			p.top = true
 			p.actions = `<button type="submit">Save</button> <button type="button">Cancel</button>`
