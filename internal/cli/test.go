@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 	"github.com/wayfinder/wayfinder/internal/suite"
 )
@@ -294,9 +296,12 @@ func readSuiteFile(stdin io.Reader, name string) ([]byte, error) {
 // watchSuite streams the states of suite run known.id to show until it
 // ends and returns the final one. A dropped stream is opened again (the
 // server sends the current state first) with backoff, for up to
-// s.reconnectFor without progress; notice is told each time.
+// s.reconnectFor without progress; notice is told each time. Progress is
+// a state that differs from the last one seen: the current state that
+// each new stream starts with is not, so a stream that keeps dropping
+// right after it is given up.
 func (s *session) watchSuite(ctx context.Context, tc wfv1.TestServiceClient, known *wfv1.SuiteRun, show func(*wfv1.SuiteRun), notice func(string)) (*wfv1.SuiteRun, error) {
-	id := known.GetId()
+	id, last := known.GetId(), known
 	if suiteEnded(known.GetStatus()) {
 		return known, nil
 	}
@@ -315,7 +320,9 @@ func (s *session) watchSuite(ctx context.Context, tc wfv1.TestServiceClient, kno
 			if sr, err = stream.Recv(); err != nil {
 				break
 			}
-			progressed = true
+			if !proto.Equal(sr, last) {
+				progressed, last = true, sr
+			}
 			show(sr)
 			if suiteEnded(sr.GetStatus()) {
 				cancel()
