@@ -18,7 +18,8 @@
 //	Webhook-Signature: v1=<hex HMAC-SHA256(secret, timestamp + "." + body)>
 //
 // Any 2xx answer delivers it; anything else (another status, no answer in
-// 15s, a refused connection) is retried on the schedule of RetryDelay, at
+// 15s, a refused connection) is retried on the schedule of RetryDelay (or
+// later when a 429 or 503 says Retry-After, up to MaxRetryAfter), at
 // most queue.WebhookMaxAttempts times over about an hour, and every attempt
 // is recorded on the delivery (attempts, last status and error, state).
 // Redirects are not followed. The secret is never stored with the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -35,13 +36,15 @@ type received struct {
 	body   []byte
 }
 
-// receiver answers with the statuses of answers in turn, then 204.
+// receiver answers with the statuses of answers in turn, then 204; with
+// retryAfter set, a 429 or 503 carries it as Retry-After.
 type receiver struct {
 	*httptest.Server
-	mu      sync.Mutex
-	answers []int
-	got     []received
-	arrived chan struct{}
+	mu         sync.Mutex
+	answers    []int
+	retryAfter string
+	got        []received
+	arrived    chan struct{}
 }
 
 func newReceiver(t *testing.T, answers ...int) *receiver {
@@ -53,6 +56,9 @@ func newReceiver(t *testing.T, answers ...int) *receiver {
 		status := http.StatusNoContent
 		if len(r.answers) > 0 {
 			status, r.answers = r.answers[0], r.answers[1:]
+		}
+		if r.retryAfter != "" && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
+			w.Header().Set("Retry-After", r.retryAfter)
 		}
 		r.mu.Unlock()
 		w.WriteHeader(status)
@@ -80,6 +86,7 @@ func (r *receiver) wait(t *testing.T, n int) []received {
 }
 
 type bundle struct {
+	pool    *pgxpool.Pool
 	store   *store.Store
 	keyring *secrets.Keyring
 	queue   *queue.Queue
@@ -119,7 +126,7 @@ func setup(t *testing.T) bundle {
 		defer stop()
 		_ = q.Stop(stopCtx)
 	})
-	return bundle{store: st, keyring: kr, queue: q, hub: hub}
+	return bundle{pool: pool, store: st, keyring: kr, queue: q, hub: hub}
 }
 
 // createRun stores a run whose params name a webhook to url, sealed like
@@ -212,6 +219,34 @@ func TestDeliveryRetriedUntilDelivered(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(got[0].body), string(stored.Body))
 	require.NotContains(t, string(stored.Body), testSecret)
+}
+
+// TestDeliveryHonoursRetryAfter: a receiver that answers 429 with
+// Retry-After gets its next attempt no sooner than it asked (the test's
+// retry schedule is 10 ms).
+func TestDeliveryHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rcv := newReceiver(t, http.StatusTooManyRequests)
+	rcv.retryAfter = "3600"
+	run := b.createRun(t, rcv.URL, false)
+	_, err := b.store.FinishRun(t.Context(), run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_COMPLETED})
+	require.NoError(t, err)
+	rcv.wait(t, 1)
+	var scheduled time.Time
+	var state string
+	require.Eventually(t, func() bool {
+		err := b.pool.QueryRow(t.Context(), `
+			SELECT j.state::text, j.scheduled_at FROM river_job j
+			JOIN webhook_deliveries d ON j.args->>'delivery_id' = d.id::text
+			WHERE d.run_id = $1`, run.Id).Scan(&state, &scheduled)
+		return err == nil && state == "retryable"
+	}, 30*time.Second, 20*time.Millisecond)
+	require.Greater(t, time.Until(scheduled), 50*time.Minute, "the next attempt waits for the receiver's Retry-After")
+	ds, err := b.store.ListWebhookDeliveries(t.Context(), run.Id)
+	require.NoError(t, err)
+	require.Equal(t, store.WebhookPending, ds[0].State)
+	require.Equal(t, int32(http.StatusTooManyRequests), ds[0].LastStatus)
 }
 
 // TestDeliveryGivesUp: a receiver that always fails gets every attempt,

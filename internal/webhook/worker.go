@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -58,7 +60,13 @@ type Worker struct {
 	river.WorkerDefaults[queue.WebhookArgs]
 	cfg    WorkerConfig
 	client *http.Client
+	// retryAfter holds, by job ID, the wait a receiver asked for with
+	// Retry-After on the attempt that just failed; NextRetry takes it.
+	retryAfter sync.Map
 }
+
+// MaxRetryAfter bounds the wait a receiver's Retry-After can ask for.
+const MaxRetryAfter = time.Hour
 
 // NewWorker returns a Worker.
 func NewWorker(cfg WorkerConfig) *Worker {
@@ -81,9 +89,33 @@ func (w *Worker) Timeout(*river.Job[queue.WebhookArgs]) time.Duration {
 	return w.cfg.Timeout + 10*time.Second
 }
 
-// NextRetry implements river.Worker.
+// NextRetry implements river.Worker: the retry schedule, or later when the
+// receiver answered 429 or 503 with a Retry-After (at most MaxRetryAfter).
 func (w *Worker) NextRetry(job *river.Job[queue.WebhookArgs]) time.Time {
-	return time.Now().Add(w.cfg.RetryDelay(job.Attempt))
+	d := w.cfg.RetryDelay(job.Attempt)
+	if v, ok := w.retryAfter.LoadAndDelete(job.ID); ok {
+		d = max(d, v.(time.Duration))
+	}
+	return time.Now().Add(d)
+}
+
+// retryAfter reads a 429 or 503 answer's Retry-After (seconds or an HTTP
+// date) as a wait, at most MaxRetryAfter; 0 when there is none.
+func retryAfter(resp *http.Response, now time.Time) time.Duration {
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+		return 0
+	}
+	v := strings.TrimSpace(resp.Header.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		d = time.Duration(min(max(secs, 0), int64(MaxRetryAfter/time.Second))) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), MaxRetryAfter)
 }
 
 // Work makes one attempt at a delivery and records it. It returns an error
@@ -109,7 +141,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.WebhookArgs]) er
 		}
 		return river.JobCancel(err)
 	}
-	status, err := w.post(ctx, d, secret)
+	status, wait, err := w.post(ctx, d, secret)
+	if err != nil && wait > 0 && job.Attempt < job.MaxAttempts {
+		w.retryAfter.Store(job.ID, wait) // NextRetry takes it
+	}
 	a := store.WebhookAttempt{Attempt: job.Attempt, Status: status, State: store.WebhookDelivered}
 	if err != nil {
 		a.Err, a.State = err.Error(), store.WebhookPending
@@ -167,13 +202,14 @@ func (w *Worker) secret(ctx context.Context, runID string) (string, error) {
 }
 
 // post sends the delivery once and returns the answer's status (0 when
-// there was none) and why the attempt failed.
-func (w *Worker) post(ctx context.Context, d *store.WebhookDelivery, secret string) (int, error) {
+// there was none), the wait the receiver asked for before a retry, and why
+// the attempt failed.
+func (w *Worker) post(ctx context.Context, d *store.WebhookDelivery, secret string) (int, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.Url, bytes.NewReader(d.Body))
 	if err != nil {
-		return 0, errors.New("the webhook URL is not valid")
+		return 0, 0, errors.New("the webhook URL is not valid")
 	}
 	ts := time.Now().Unix()
 	req.Header.Set("Content-Type", "application/json")
@@ -190,14 +226,14 @@ func (w *Worker) post(ctx context.Context, d *store.WebhookDelivery, secret stri
 			err = uerr.Err
 		}
 		if ctx.Err() != nil {
-			return 0, fmt.Errorf("no answer within %s", w.cfg.Timeout)
+			return 0, 0, fmt.Errorf("no answer within %s", w.cfg.Timeout)
 		}
-		return 0, err
+		return 0, 0, err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, fmt.Errorf("HTTP %s", resp.Status)
+		return resp.StatusCode, retryAfter(resp, time.Now()), fmt.Errorf("HTTP %s", resp.Status)
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, 0, nil
 }
