@@ -113,3 +113,36 @@ func TestWatchSuiteFollowsChanges(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, wfv1.SuiteRunStatus_SUITE_RUN_STATUS_PASSED, final.GetStatus())
 }
+
+// Ctrl-C while StartSuiteRun is under way: the server started the suite
+// run, so the command waits for its answer and cancels it (exit 4)
+// instead of leaving it running unseen (exit 130).
+func TestTestRunInterruptedWhileStarting(t *testing.T) {
+	t.Parallel()
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	f := &fakeTests{
+		start: func(ctx context.Context, _ *wfv1.StartSuiteRunRequest) (*wfv1.SuiteRun, error) {
+			interrupt()
+			select { // the suite run is created; the answer is on its way
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			return runningSuiteRun(), nil
+		},
+		watch: func(_ int, stream grpc.ServerStreamingServer[wfv1.SuiteRun]) error {
+			if err := stream.Send(runningSuiteRun()); err != nil {
+				return err
+			}
+			<-stream.Context().Done()
+			return stream.Context().Err()
+		},
+	}
+	_, addr := serveFake(t, f)
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, []string{"test", "run", "--suite", "s", "--addr", addr}, Env{Stdout: &stdout, Stderr: &stderr})
+	require.Equal(t, exitCancelled, code, stderr.String())
+	require.Equal(t, int32(1), f.cancels.Load(), "the started suite run is cancelled")
+	require.Contains(t, stderr.String(), "interrupted: cancelling suite run sr-1")
+	require.Contains(t, stderr.String(), "\nCANCELLED")
+}

@@ -184,7 +184,10 @@ func testRun(ctx context.Context, s *session, args []string) (int, error) {
 		suiteName = resp.GetSuite().GetName()
 		fmt.Fprintf(s.env.Stderr, "imported suite %s (%s)\n", suiteName, plural(int64(len(resp.GetTests())), "test"))
 	}
-	cctx, cancel := s.call(ctx)
+	// An interrupt does not cut the start short: the server may have
+	// started the suite run already, and its ID is needed to cancel it
+	// (the watch below sees the interrupt and cancels it).
+	cctx, cancel := s.call(context.WithoutCancel(ctx))
 	sr, err := tc.StartSuiteRun(cctx, &wfv1.StartSuiteRunRequest{Suite: suiteName, Tags: tags, RequestId: requestID})
 	cancel()
 	if err != nil {
