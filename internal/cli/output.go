@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -177,8 +178,20 @@ func plural(n int64, word string) string {
 	return formatCount(n) + " " + word + "s"
 }
 
-// oneLine folds whitespace and cuts s to n runes with an ellipsis.
+// oneLine folds whitespace, drops control and bidi control characters
+// (text from pages and models must not drive the terminal or a CI log:
+// escape sequences, bells, reordered text) and cuts s to n runes with an
+// ellipsis.
 func oneLine(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return ' '
+		}
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return -1
+		}
+		return r
+	}, s)
 	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)
 	if len(r) > n {

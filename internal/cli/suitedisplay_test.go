@@ -140,3 +140,19 @@ func firstWords(out string) []string {
 	}
 	return w
 }
+
+// Oracle details and messages come from pages and models: their control
+// characters never reach the terminal or the CI log.
+func TestSuiteDisplayDropsControlCharacters(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	d := newSuiteDisplay(&out, false, "")
+	evil := "The page says \x1b[2K\x1b]0;pwned\x07hi\u202e\u009b31m there"
+	d.update(&wfv1.SuiteRun{Id: "sr-1", Status: wfv1.SuiteRunStatus_SUITE_RUN_STATUS_FAILED, Results: []*wfv1.TestResult{{
+		Test: "t", Outcome: wfv1.TestOutcome_TEST_OUTCOME_FAILED, Message: evil,
+		Attempts: []*wfv1.TestAttempt{{Number: 1, RunId: "run-1", Oracles: []*wfv1.OracleResult{{Name: "rubric", Kind: "rubric", Detail: evil}}}},
+	}}})
+	d.stop()
+	require.Equal(t, "✗ t  failed 0.00  run run-1: rubric: The page says [2K]0;pwnedhi31m there\n", out.String())
+	require.Equal(t, "FAILED · 0 tests · suite run sr-1 · a b", suiteSummaryLine(&wfv1.SuiteRun{Id: "sr-1", Status: wfv1.SuiteRunStatus_SUITE_RUN_STATUS_FAILED, Error: "a\x1b\tb"}))
+}
