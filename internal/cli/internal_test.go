@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -139,4 +140,43 @@ func TestDisplayLiveLine(t *testing.T) {
 	out.Reset()
 	d.event(&wfv1.RunEvent{Sequence: 3, Time: at(3), Type: wfv1.RunEventType_RUN_EVENT_TYPE_FINISHED, Status: wfv1.RunStatus_RUN_STATUS_COMPLETED})
 	require.Equal(t, "\r\x1b[K", out.String())
+}
+
+// TestListAllStops: paging ends at the limit, at the last page, and when a
+// server hands back the same token or an empty page (it would page forever).
+func TestListAllStops(t *testing.T) {
+	s := &session{}
+	cases := []struct {
+		name  string
+		limit int
+		page  func(token string) ([]int, string)
+		want  int
+		calls int
+	}{
+		{"last page", 10, func(token string) ([]int, string) {
+			if token == "" {
+				return []int{1, 2}, "p2"
+			}
+			return []int{3}, ""
+		}, 3, 2},
+		{"limit", 3, func(string) ([]int, string) { return []int{1, 2}, "more" }, 3, 2},
+		{"same token", 100, func(string) ([]int, string) { return []int{1}, "again" }, 2, 2},
+		{"empty page", 100, func(string) ([]int, string) { return nil, "next" }, 0, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			calls := 0
+			got, err := listAll(t.Context(), s, c.limit, func(_ context.Context, token string) ([]int, string, error) {
+				calls++
+				items, next := c.page(token)
+				return items, next, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != c.want || calls != c.calls {
+				t.Fatalf("got %d items in %d calls, want %d in %d", len(got), calls, c.want, c.calls)
+			}
+		})
+	}
 }

@@ -261,8 +261,8 @@ func listAll[T any](ctx context.Context, s *session, limit int, page func(ctx co
 			return nil, err
 		}
 		items = append(items, got...)
-		if next == "" {
-			break
+		if next == "" || next == token || len(got) == 0 {
+			break // the last page, or a server that would page forever
 		}
 		token = next
 	}

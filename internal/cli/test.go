@@ -215,7 +215,7 @@ func testRun(ctx context.Context, s *session, args []string) (int, error) {
 		if final, err = s.cancelSuite(ctx, tc, sr.GetId(), d); err != nil {
 			return 0, err
 		}
-	case err != nil && errors.Is(err, context.DeadlineExceeded) && fctx.Err() != nil:
+	case err != nil && fctx.Err() != nil:
 		return 0, &exitWith{code: exitTimeout, msg: fmt.Sprintf("--timeout %s passed while watching suite run %s; it goes on (wayfinder test get %s)", s.timeout, sr.GetId(), sr.GetId())}
 	case err != nil:
 		return 0, err
