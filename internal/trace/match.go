@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/wayfinder/wayfinder/internal/browser"
@@ -112,7 +113,7 @@ func Shortlist(fp Fingerprint, snap *browser.Snapshot, k int) []string {
 	if k <= 0 {
 		k = DefaultShortlist
 	}
-	cands := rank(fp, snap, nil)
+	cands := rank(fp, snap, nil, 0)
 	out := make([]string, 0, min(k, len(cands))+1)
 	hasRef := false
 	for _, c := range cands[:min(k, len(cands))] {
@@ -132,7 +133,7 @@ func Shortlist(fp Fingerprint, snap *browser.Snapshot, k int) []string {
 // for all. Match is deterministic: equal scores go to the element at
 // fp.Ref, then to the first in document order.
 func Match(fp Fingerprint, snap *browser.Snapshot, details map[string]browser.ElementDetails) Resolution {
-	cands := rank(fp, snap, details)
+	cands := rank(fp, snap, details, 4) // the best and 3 runners
 	if len(cands) == 0 {
 		return Resolution{Reason: "the page lists no elements"}
 	}
@@ -186,14 +187,17 @@ type scored struct {
 	sem float64
 }
 
-// rank scores every element of snap, best first.
-func rank(fp Fingerprint, snap *browser.Snapshot, details map[string]browser.ElementDetails) []scored {
+// rank scores every element of snap, best first; the first explain of
+// them with their Why and unique (which the order does not depend on).
+func rank(fp Fingerprint, snap *browser.Snapshot, details map[string]browser.ElementDetails, explain int) []scored {
 	m := newMatcher(fp, snap, details)
 	out := make([]scored, len(snap.Elements))
 	for i := range snap.Elements {
-		out[i] = m.score(i)
+		out[i] = m.score(i, false)
 	}
-	slices.SortStableFunc(out, func(a, b scored) int {
+	// The order is total (index breaks every tie), so an unstable sort
+	// gives the one result.
+	slices.SortFunc(out, func(a, b scored) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
@@ -205,6 +209,9 @@ func rank(fp Fingerprint, snap *browser.Snapshot, details map[string]browser.Ele
 		}
 		return cmp.Compare(a.index, b.index)
 	})
+	for j := range min(explain, len(out)) {
+		out[j] = m.score(out[j].index, true)
+	}
 	return out
 }
 
@@ -219,17 +226,35 @@ type matcher struct {
 	// holders counts, per identity attribute of fp, the elements whose
 	// details carry the same value.
 	holders map[string]int
-	fpName  string
 	fpHref  string
+	// The fingerprint's texts, prepared.
+	fpName, fpContext, fpText text
+	fpPath                    domPath
+	fpBefore, fpAfter         []text
+	// els is the prepared view of the snapshot's elements, by index.
+	els []element
+}
+
+// element is the prepared view of one snapshot element: its texts
+// normalised and split once for all the comparisons that read them (its
+// own and, for its name, those of the elements it neighbours).
+type element struct {
+	name, context text
+	// d is the element's details, ok whether there are any; text is
+	// d.Text prepared.
+	d    browser.ElementDetails
+	ok   bool
+	text text
+	path domPath
 }
 
 func newMatcher(fp Fingerprint, snap *browser.Snapshot, details map[string]browser.ElementDetails) *matcher {
 	m := &matcher{
 		fp: fp, snap: snap, details: details,
 		dom:    details != nil && (fp.Tag != "" || len(fp.Attrs) > 0 || fp.Path != ""),
-		fpName: normalize(fp.Name),
 		fpHref: hrefPattern(fp.Attrs["href"]),
 	}
+	m.prepare()
 	if m.dom {
 		m.holders = make(map[string]int)
 		for _, a := range identityAttrs {
@@ -247,6 +272,57 @@ func newMatcher(fp Fingerprint, snap *browser.Snapshot, details map[string]brows
 	return m
 }
 
+// prepare normalises the fingerprint's texts and those of the snapshot's
+// elements that scoring reads.
+func (m *matcher) prepare() {
+	fp, els := m.fp, m.snap.Elements
+	needContext := fp.Context != ""
+	needText := m.dom && fp.Text != ""
+	needPath := m.dom && fp.Path != ""
+	// Arena sizes: a few words and runes per text.
+	n := len(els)
+	if needContext {
+		n *= 2
+	}
+	toks := 4 * n
+	if needPath {
+		toks += 24 * len(els) // a dozen segments and their tags
+	}
+	ar := textArena{toks: make([]string, 0, toks), runes: make([]rune, 0, 24*n)}
+	m.fpName, m.fpContext, m.fpText = ar.prepare(fp.Name), ar.prepare(fp.Context), ar.prepare(fp.Text)
+	m.fpPath = ar.preparePath(fp.Path)
+	m.fpBefore = prepareNeighbours(&ar, fp.Before)
+	m.fpAfter = prepareNeighbours(&ar, fp.After)
+	m.els = make([]element, len(els))
+	for i := range els {
+		e, pe := &els[i], &m.els[i]
+		pe.name = ar.prepare(e.Name)
+		if needContext {
+			pe.context = ar.prepare(e.Context)
+		}
+		if m.details != nil {
+			pe.d, pe.ok = m.details[e.Ref]
+		}
+		if needText && pe.ok {
+			pe.text = ar.prepare(pe.d.Text)
+		}
+		if needPath && pe.ok {
+			pe.path = ar.preparePath(pe.d.Path)
+		}
+	}
+}
+
+func prepareNeighbours(ar *textArena, ns []Neighbour) []text {
+	if len(ns) == 0 {
+		return nil
+	}
+	out := make([]text, len(ns))
+	for i, n := range ns {
+		out[i] = ar.prepare(n.Name)
+	}
+	return out
+}
+
 // evidence accumulates weighted similarities and the notes that explain
 // them.
 type evidence struct {
@@ -254,19 +330,30 @@ type evidence struct {
 	// semSum and semWeight count the features that say what the element
 	// is (everything but neighbours, path and box, which say where).
 	semSum, semWeight float64
-	agree             []string
-	differ            []string
+	// explain: keep the notes (agree, differ) that explain the score.
+	explain bool
+	agree   []string
+	differ  []string
 }
 
-// positional names the features that say where an element is, not what.
-var positional = map[string]bool{"neighbours": true, "path": true, "box": true}
+// positional says whether a feature says where an element is, not what.
+func positional(what string) bool {
+	switch what {
+	case "neighbours", "path", "box":
+		return true
+	}
+	return false
+}
 
 func (ev *evidence) add(what string, w, s float64) {
 	ev.sum += w * s
 	ev.weight += w
-	if !positional[what] {
+	if !positional(what) {
 		ev.semSum += w * s
 		ev.semWeight += w
+	}
+	if !ev.explain {
+		return
 	}
 	switch {
 	case s >= 0.99:
@@ -274,7 +361,14 @@ func (ev *evidence) add(what string, w, s float64) {
 	case s <= 0.01:
 		ev.differ = append(ev.differ, what)
 	case s != unknownSim:
-		ev.agree = append(ev.agree, fmt.Sprintf("%s~%.2f", what, s))
+		ev.agree = append(ev.agree, what+"~"+strconv.FormatFloat(s, 'f', 2, 64))
+	}
+}
+
+// note adds a disagreement that is not a weighted feature.
+func (ev *evidence) note(what string) {
+	if ev.explain {
+		ev.differ = append(ev.differ, what)
 	}
 }
 
@@ -292,26 +386,25 @@ func (ev *evidence) why() string {
 	return b.String()
 }
 
-// score scores snap.Elements[i].
-func (m *matcher) score(i int) scored {
-	fp, e := m.fp, m.snap.Elements[i]
-	var ev evidence
+// score scores snap.Elements[i]; explain: with Why and unique.
+func (m *matcher) score(i int, explain bool) scored {
+	fp, e, pe := &m.fp, &m.snap.Elements[i], &m.els[i]
+	ev := evidence{explain: explain}
 	out := scored{Candidate: Candidate{Ref: e.Ref, Role: e.Role, Name: e.Name}, index: i}
 
 	roleF := roleFactor(fp.Role, e.Role)
 	if m.dom {
-		d, ok := m.details[e.Ref]
-		m.domEvidence(&ev, &out, d, ok, roleF == 1)
+		m.domEvidence(&ev, &out, pe, roleF == 1)
 	}
 
 	switch {
 	case fp.Name != "":
-		ev.add("name", wName, nameSim(m.fpName, e.Name))
+		ev.add("name", wName, m.fpName.sim(&pe.name))
 	default:
-		ev.add("name", wNoName, textSim("", e.Name))
+		ev.add("name", wNoName, b2f(pe.name.s == ""))
 	}
 	if fp.Context != "" {
-		ev.add("context", wContext, textSim(fp.Context, e.Context))
+		ev.add("context", wContext, m.fpContext.sim(&pe.context))
 	}
 	if len(fp.Before)+len(fp.After) > 0 {
 		ev.add("neighbours", wNeighbours, m.neighbourSim(i))
@@ -326,25 +419,29 @@ func (m *matcher) score(i int) scored {
 	}
 	s *= roleF
 	if roleF < 1 {
-		ev.differ = append(ev.differ, "role")
+		ev.note("role")
 	}
-	if k := valueKind(e, m.details[e.Ref]); fp.ValueKind != "" && k != "" && k != fp.ValueKind {
-		s *= valueKindFactor
-		ev.differ = append(ev.differ, "value kind")
+	if fp.ValueKind != "" {
+		if k := valueKind(*e, pe.d); k != "" && k != fp.ValueKind {
+			s *= valueKindFactor
+			ev.note("value kind")
+		}
 	}
 	out.Score = s
 	out.sem = roleF
 	if ev.semWeight > 0 {
 		out.sem *= ev.semSum / ev.semWeight
 	}
-	out.Why = ev.why()
+	if explain {
+		out.Why = ev.why()
+	}
 	return out
 }
 
 // domEvidence adds the features of the element's details: identity and
 // minor attributes, text, tag, path, href.
-func (m *matcher) domEvidence(ev *evidence, out *scored, d browser.ElementDetails, ok, sameRole bool) {
-	fp := m.fp
+func (m *matcher) domEvidence(ev *evidence, out *scored, pe *element, sameRole bool) {
+	fp, d, ok := &m.fp, &pe.d, pe.ok
 	for _, a := range identityAttrs {
 		v := fp.Attrs[a]
 		if v == "" {
@@ -365,8 +462,8 @@ func (m *matcher) domEvidence(ev *evidence, out *scored, d browser.ElementDetail
 		case got == v:
 			n := max(m.holders[a], 1)
 			ev.add(a, w, 1/float64(n))
-			if n == 1 && sameRole && w > wNameAttr && out.unique == "" {
-				out.unique = fmt.Sprintf("%s=%q", a, v)
+			if n == 1 && sameRole && w > wNameAttr && out.unique == "" && ev.explain {
+				out.unique = a + "=" + strconv.Quote(v)
 			}
 		case got == "":
 			ev.add(a, w, droppedSim)
@@ -374,30 +471,30 @@ func (m *matcher) domEvidence(ev *evidence, out *scored, d browser.ElementDetail
 			ev.add(a, w, 0)
 		}
 	}
+	// Without details, every feature below is unknown.
+	sim := func(known float64) float64 {
+		if !ok {
+			return unknownSim
+		}
+		return known
+	}
 	if m.fpHref != "" {
-		ev.add("href", wHref, unknownOr(ok, func() float64 { return b2f(hrefPattern(d.Attrs["href"]) == m.fpHref) }))
+		ev.add("href", wHref, sim(b2f(ok && hrefPattern(d.Attrs["href"]) == m.fpHref)))
 	}
 	for _, a := range minorAttrs {
 		if v := fp.Attrs[a]; v != "" {
-			ev.add(a, wMinorAttr, unknownOr(ok, func() float64 { return b2f(d.Attrs[a] == v) }))
+			ev.add(a, wMinorAttr, sim(b2f(d.Attrs[a] == v)))
 		}
 	}
 	if fp.Text != "" {
-		ev.add("text", wText, unknownOr(ok, func() float64 { return textSim(fp.Text, d.Text) }))
+		ev.add("text", wText, sim(m.fpText.sim(&pe.text)))
 	}
 	if fp.Tag != "" {
-		ev.add("tag", wTag, unknownOr(ok, func() float64 { return b2f(fp.Tag == d.Tag) }))
+		ev.add("tag", wTag, sim(b2f(fp.Tag == d.Tag)))
 	}
 	if fp.Path != "" {
-		ev.add("path", wPath, unknownOr(ok, func() float64 { return pathSim(fp.Path, d.Path) }))
+		ev.add("path", wPath, sim(m.fpPath.sim(&pe.path)))
 	}
-}
-
-func unknownOr(ok bool, f func() float64) float64 {
-	if !ok {
-		return unknownSim
-	}
-	return f()
 }
 
 func b2f(b bool) float64 {
@@ -407,52 +504,41 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// nameSim compares the fingerprint's normalised name with a name.
-func nameSim(fpName, name string) float64 {
-	return textSim(fpName, name)
-}
-
 // neighbourSim compares the fingerprint's neighbours with those of
 // snap.Elements[i]: each recorded neighbour takes its best match on the
 // same side (0.3 for the role, 0.7 × the name's similarity), discounted
 // to 70% when at another distance; the mean over recorded neighbours.
 func (m *matcher) neighbourSim(i int) float64 {
+	b := m.neighbourSide(m.fp.Before, m.fpBefore, i, -1)
+	a := m.neighbourSide(m.fp.After, m.fpAfter, i, 1)
+	return (b + a) / float64(len(m.fp.Before)+len(m.fp.After))
+}
+
+// neighbourSide sums, over the recorded neighbours want (names prepared
+// in names) on one side of snap.Elements[i] (dir -1 before, 1 after), the
+// best match of each among the live neighbours on that side.
+func (m *matcher) neighbourSide(want []Neighbour, names []text, i, dir int) float64 {
 	els := m.snap.Elements
-	side := func(want []Neighbour, at func(k int) (browser.Element, bool)) (float64, int) {
-		total := 0.0
-		for j, n := range want {
-			best := 0.0
-			for k := range maxNeighbours {
-				e, ok := at(k)
-				if !ok {
-					break
-				}
-				s := 0.7 * textSim(n.Name, e.Name)
-				if n.Role == e.Role {
-					s += 0.3
-				}
-				if k != j {
-					s *= 0.7
-				}
-				best = max(best, s)
+	total := 0.0
+	for j, n := range want {
+		best := 0.0
+		for k := range maxNeighbours {
+			at := i + dir*(1+k)
+			if at < 0 || at >= len(els) {
+				break
 			}
-			total += best
+			s := 0.7 * names[j].sim(&m.els[at].name)
+			if n.Role == els[at].Role {
+				s += 0.3
+			}
+			if k != j {
+				s *= 0.7
+			}
+			best = max(best, s)
 		}
-		return total, len(want)
+		total += best
 	}
-	b, nb := side(m.fp.Before, func(k int) (browser.Element, bool) {
-		if i-1-k < 0 {
-			return browser.Element{}, false
-		}
-		return els[i-1-k], true
-	})
-	a, na := side(m.fp.After, func(k int) (browser.Element, bool) {
-		if i+1+k >= len(els) {
-			return browser.Element{}, false
-		}
-		return els[i+1+k], true
-	})
-	return (b + a) / float64(nb+na)
+	return total
 }
 
 // boxSim compares the fingerprint's box with a live viewport box, both

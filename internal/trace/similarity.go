@@ -1,72 +1,185 @@
 package trace
 
 import (
+	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // normalize lower-cases s and collapses its whitespace.
 func normalize(s string) string {
+	if n, ok := normalizeASCII(s); ok {
+		return n
+	}
 	return strings.Join(strings.Fields(strings.ToLower(s)), " ")
 }
 
-// tokens splits a normalised string into words (letters and digits).
-func tokens(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+// normalizeASCII is normalize for an ASCII s, with at most one
+// allocation (none when s is already normalised); ok is false when s is
+// not ASCII.
+func normalizeASCII(s string) (string, bool) {
+	clean := true // s is already lower case with single inner spaces
+	prevSpace := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			return "", false
+		case asciiSpace(c):
+			if c != ' ' || prevSpace {
+				clean = false
+			}
+			prevSpace = true
+		default:
+			if 'A' <= c && c <= 'Z' {
+				clean = false
+			}
+			prevSpace = false
+		}
+	}
+	if clean && (s == "" || s[len(s)-1] != ' ') {
+		return s, true
+	}
+	b := make([]byte, 0, len(s))
+	pending := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if asciiSpace(c) {
+			pending = len(b) > 0
+			continue
+		}
+		if pending {
+			b = append(b, ' ')
+			pending = false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return string(b), true
 }
 
-// textSim compares two texts, case- and whitespace-insensitive, in [0, 1]:
-// 1 when equal; otherwise the mean of the word overlap (Dice) and the
+// asciiSpace is unicode.IsSpace for an ASCII byte.
+func asciiSpace(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\v', '\f', '\r':
+		return true
+	}
+	return false
+}
+
+// wordRune says whether r belongs to a word (letters and digits).
+func wordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsNumber(r)
+}
+
+// maxEditRunes is how many runes of a text editRatio looks at, which
+// bounds its cost.
+const maxEditRunes = 64
+
+// text is a normalised text with what comparing it needs, prepared once
+// and compared with many others.
+type text struct {
+	s string
+	// toks are the words of s (letters and digits), sorted.
+	toks []string
+	// runes are the first maxEditRunes runes of s.
+	runes []rune
+}
+
+// textArena prepares texts, keeping their words and runes in shared
+// backing arrays so that preparing many costs few allocations. It lives
+// for one Match or Shortlist call.
+type textArena struct {
+	toks  []string
+	runes []rune
+}
+
+// prepare normalises raw and splits it into words and runes.
+func (ar *textArena) prepare(raw string) text {
+	s := normalize(raw)
+	t := text{s: s}
+	if s == "" {
+		return t
+	}
+	start := len(ar.toks)
+	for w := range strings.FieldsFuncSeq(s, func(r rune) bool { return !wordRune(r) }) {
+		ar.toks = append(ar.toks, w)
+	}
+	t.toks = ar.toks[start:len(ar.toks):len(ar.toks)]
+	slices.Sort(t.toks)
+	start = len(ar.runes)
+	n := 0
+	for _, r := range s {
+		if n == maxEditRunes {
+			break
+		}
+		ar.runes = append(ar.runes, r)
+		n++
+	}
+	t.runes = ar.runes[start:len(ar.runes):len(ar.runes)]
+	return t
+}
+
+// sim compares two prepared texts, case- and whitespace-insensitive, in
+// [0, 1]: 1 when equal; otherwise the mean of the word overlap (Dice) and the
 // edit-distance ratio, raised to 0.7 when the words of one are all in the
 // other ("Save" and "Save changes"). Two empty texts are equal; one empty
 // text is like nothing.
-func textSim(a, b string) float64 {
-	a, b = normalize(a), normalize(b)
-	if a == b {
+func (a *text) sim(b *text) float64 {
+	if a.s == b.s {
 		return 1
 	}
-	if a == "" || b == "" {
+	if a.s == "" || b.s == "" {
 		return 0
 	}
-	ta, tb := tokens(a), tokens(b)
-	common := 0
-	inB := make(map[string]int, len(tb))
-	for _, t := range tb {
-		inB[t]++
-	}
-	for _, t := range ta {
-		if inB[t] > 0 {
-			inB[t]--
-			common++
-		}
-	}
+	common := commonWords(a.toks, b.toks)
 	dice := 0.0
-	if len(ta)+len(tb) > 0 {
-		dice = 2 * float64(common) / float64(len(ta)+len(tb))
+	if len(a.toks)+len(b.toks) > 0 {
+		dice = 2 * float64(common) / float64(len(a.toks)+len(b.toks))
 	}
-	s := (dice + editRatio(a, b)) / 2
-	if common > 0 && (common == len(ta) || common == len(tb)) {
+	s := (dice + editRatio(a.runes, b.runes)) / 2
+	if common > 0 && (common == len(a.toks) || common == len(b.toks)) {
 		s = max(s, 0.7)
 	}
 	return s
 }
 
+// commonWords counts the words two sorted word lists share, each word as
+// often as it is in both.
+func commonWords(a, b []string) int {
+	n, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch c := strings.Compare(a[i], b[j]); {
+		case c == 0:
+			n++
+			i++
+			j++
+		case c < 0:
+			i++
+		default:
+			j++
+		}
+	}
+	return n
+}
+
 // editRatio is 1 - levenshtein(a, b) / max(len): 1 for equal strings, 0 for
-// nothing in common. Long strings are cut to 64 runes to bound the cost.
-func editRatio(a, b string) float64 {
-	ra, rb := []rune(a), []rune(b)
-	const maxRunes = 64
-	ra, rb = ra[:min(len(ra), maxRunes)], rb[:min(len(rb), maxRunes)]
-	n := max(len(ra), len(rb))
+// nothing in common. a and b are at most maxEditRunes long.
+func editRatio(a, b []rune) float64 {
+	n := max(len(a), len(b))
 	if n == 0 {
 		return 1
 	}
-	return 1 - float64(levenshtein(ra, rb))/float64(n)
+	return 1 - float64(levenshtein(a, b))/float64(n)
 }
 
+// levenshtein is the edit distance of a and b, at most maxEditRunes long.
 func levenshtein(a, b []rune) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+	var prevBuf, curBuf [maxEditRunes + 1]int
+	prev, cur := prevBuf[:len(b)+1], curBuf[:len(b)+1]
 	for j := range prev {
 		prev[j] = j
 	}
@@ -84,29 +197,61 @@ func levenshtein(a, b []rune) int {
 	return prev[len(b)]
 }
 
-// pathSim compares two DOM paths ("main > form#a > div:nth-of-type(2) >
+// domPath is a DOM path split into segments, with each segment's tag.
+type domPath struct {
+	raw        string
+	segs, tags []string
+}
+
+// preparePath splits p into segments at " > " and " >> " (shadow
+// boundaries count as a segment of their own so they align).
+func (ar *textArena) preparePath(p string) domPath {
+	dp := domPath{raw: p}
+	p = strings.ReplaceAll(p, " >> ", " > >> > ")
+	if p == "" {
+		return dp
+	}
+	start := len(ar.toks)
+	for seg := range strings.SplitSeq(p, " > ") {
+		ar.toks = append(ar.toks, seg)
+	}
+	n := len(ar.toks) - start
+	for _, seg := range ar.toks[start : start+n] {
+		ar.toks = append(ar.toks, segTag(seg))
+	}
+	dp.segs = ar.toks[start : start+n : start+n]
+	dp.tags = ar.toks[start+n : start+2*n : start+2*n]
+	return dp
+}
+
+// sim compares two prepared DOM paths ("main > form#a > div:nth-of-type(2) >
 // button") segment by segment, in [0, 1]: a weighted longest common
 // subsequence where equal segments count 1 and segments of the same tag
 // (a different id or position) count 0.5, over the longer path's length.
 // So a wrapper div inserted above the element or a row moved down costs a
 // little, a different place in the page a lot.
-func pathSim(a, b string) float64 {
-	if a == b {
+func (a *domPath) sim(b *domPath) float64 {
+	if a.raw == b.raw {
 		return 1
 	}
-	sa, sb := pathSegments(a), pathSegments(b)
+	sa, sb := a.segs, b.segs
 	if len(sa) == 0 || len(sb) == 0 {
 		return 0
 	}
-	prev := make([]float64, len(sb)+1)
-	cur := make([]float64, len(sb)+1)
+	var prevBuf, curBuf [33]float64
+	var prev, cur []float64
+	if len(sb) < len(prevBuf) {
+		prev, cur = prevBuf[:len(sb)+1], curBuf[:len(sb)+1]
+	} else {
+		prev, cur = make([]float64, len(sb)+1), make([]float64, len(sb)+1)
+	}
 	for i := 1; i <= len(sa); i++ {
 		for j := 1; j <= len(sb); j++ {
 			m := 0.0
 			switch {
 			case sa[i-1] == sb[j-1]:
 				m = 1
-			case segTag(sa[i-1]) == segTag(sb[j-1]):
+			case a.tags[i-1] == b.tags[j-1]:
 				m = 0.5
 			}
 			cur[j] = max(prev[j], cur[j-1], prev[j-1]+m)
@@ -114,16 +259,6 @@ func pathSim(a, b string) float64 {
 		prev, cur = cur, prev
 	}
 	return prev[len(sb)] / float64(max(len(sa), len(sb)))
-}
-
-// pathSegments splits a path at " > " and " >> " (shadow boundaries count
-// as a segment of their own so they align).
-func pathSegments(p string) []string {
-	p = strings.ReplaceAll(p, " >> ", " > >> > ")
-	if p == "" {
-		return nil
-	}
-	return strings.Split(p, " > ")
 }
 
 // segTag is the tag of a path segment.
