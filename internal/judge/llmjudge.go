@@ -291,30 +291,14 @@ func parseResponse(resp *llm.Response) (Verdict, error) {
 	return llm.ToolAnswer(resp, VerdictTool, parseVerdict)
 }
 
-// wrapperKeys are keys under which models nest the arguments when they
-// write a tool call as text.
-var wrapperKeys = []string{"arguments", "input", "parameters", VerdictTool}
-
-// parseVerdict reads a verdict object (possibly JSON-encoded as a string,
-// or nested under a wrapper key).
+// parseVerdict reads a verdict object (llm.DecodeArgs: possibly
+// JSON-encoded as a string, or nested under a wrapper key).
 func parseVerdict(raw []byte) (Verdict, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		raw = []byte(s)
-	}
 	var a verdictArgs
-	if err := json.Unmarshal(raw, &a); err != nil {
+	if err := llm.DecodeArgs(raw, VerdictTool, "done", &a); err != nil {
 		return Verdict{}, err
 	}
 	if a.Done == nil {
-		var wrapped map[string]json.RawMessage
-		if json.Unmarshal(raw, &wrapped) == nil {
-			for _, k := range wrapperKeys {
-				if inner, ok := wrapped[k]; ok {
-					return parseVerdict(inner)
-				}
-			}
-		}
 		return Verdict{}, errors.New(`"done" is missing`)
 	}
 	v := Verdict{

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -63,4 +64,30 @@ func jsonCandidates(text string) []string {
 		out = append(out, text[i:k+1])
 	}
 	return out
+}
+
+// DecodeArgs decodes a tool call's arguments into v (a pointer to a
+// struct) the way models write them: the object itself, the object
+// encoded as a JSON string, or, when required is not among its keys, the
+// object nested under "arguments", "input", "parameters" or the tool's
+// name (a tool call written as text). The caller still checks the values,
+// a required one that is null included.
+func DecodeArgs(raw []byte, tool, required string, v any) error {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		raw = []byte(s)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return err
+	}
+	if _, ok := obj[required]; !ok {
+		for _, k := range []string{"arguments", "input", "parameters", tool} {
+			if inner, ok := obj[k]; ok {
+				return DecodeArgs(inner, tool, required, v)
+			}
+		}
+		return fmt.Errorf("%q is missing", required)
+	}
+	return json.Unmarshal(raw, v)
 }

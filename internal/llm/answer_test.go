@@ -55,3 +55,35 @@ func TestToolAnswer(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeArgs(t *testing.T) {
+	type args struct {
+		Score *float64 `json:"score"`
+	}
+	cases := []struct {
+		name    string
+		raw     string
+		want    float64
+		wantErr string
+	}{
+		{name: "object", raw: `{"score": 0.5}`, want: 0.5},
+		{name: "string-encoded", raw: `"{\"score\": 0.25}"`, want: 0.25},
+		{name: "under arguments", raw: `{"name": "grade", "arguments": {"score": 1}}`, want: 1},
+		{name: "under the tool's name", raw: `{"grade": {"score": 0.75}}`, want: 0.75},
+		{name: "missing", raw: `{"reason": "x"}`, wantErr: `"score" is missing`},
+		{name: "not an object", raw: `[1]`, wantErr: "cannot unmarshal"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var a args
+			err := llm.DecodeArgs([]byte(c.raw), "grade", "score", &a)
+			if c.wantErr != "" {
+				require.ErrorContains(t, err, c.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.NotNil(t, a.Score)
+			require.InDelta(t, c.want, *a.Score, 1e-9)
+		})
+	}
+}

@@ -275,30 +275,14 @@ func parseGrade(resp *llm.Response) (grade, error) {
 	return llm.ToolAnswer(resp, GradeTool, parseGradeArgs)
 }
 
-// wrapperKeys are keys under which models nest the arguments when they
-// write a tool call as text.
-var wrapperKeys = []string{"arguments", "input", "parameters", GradeTool}
-
-// parseGradeArgs reads a grade object (possibly JSON-encoded as a string,
-// or nested under a wrapper key).
+// parseGradeArgs reads a grade object (llm.DecodeArgs: possibly
+// JSON-encoded as a string, or nested under a wrapper key).
 func parseGradeArgs(raw []byte) (grade, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		raw = []byte(s)
-	}
 	var a gradeArgs
-	if err := json.Unmarshal(raw, &a); err != nil {
+	if err := llm.DecodeArgs(raw, GradeTool, "score", &a); err != nil {
 		return grade{}, err
 	}
 	if a.Score == nil {
-		var wrapped map[string]json.RawMessage
-		if json.Unmarshal(raw, &wrapped) == nil {
-			for _, k := range wrapperKeys {
-				if inner, ok := wrapped[k]; ok {
-					return parseGradeArgs(inner)
-				}
-			}
-		}
 		return grade{}, errors.New(`"score" is missing`)
 	}
 	if *a.Score < 0 || *a.Score > 1 {
