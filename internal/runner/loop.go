@@ -16,6 +16,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/llm/promptrunner"
 	"github.com/wayfinder/wayfinder/internal/tools"
+	"github.com/wayfinder/wayfinder/internal/trace"
 )
 
 //go:embed prompts/controller.md
@@ -115,6 +116,13 @@ type run struct {
 	failures             int // element errors in a row
 	verdict              *judge.Verdict
 	lastURL              string
+
+	// tr are the actions recorded for the run's trace; acting is the
+	// page's latest snapshot (the one the model's refs belong to);
+	// noTrace says why the run leaves no trace ("" when it does).
+	tr      []trace.Action
+	acting  *browser.Snapshot
+	noTrace string
 }
 
 // observation is the page as the controller and the judge see it.
@@ -191,6 +199,9 @@ func (r *Runner) newRun(ctx context.Context, b Browser, p Params, sink Sink) (*r
 	}
 	if p.PriorExtract != nil {
 		ru.extracted = outputRows(p.PriorExtract)
+	}
+	if p.FirstStep > 1 {
+		ru.stopTrace("the run was resumed: the actions of its earlier steps are not at hand")
 	}
 	policy := llm.DefaultRetryPolicy()
 	if r.Retry != nil {
@@ -327,6 +338,7 @@ func (ru *run) result(res Result) Result {
 	if res.Verdict == nil {
 		res.Verdict = ru.verdict
 	}
+	res.Trace = ru.finalTrace(res)
 	if ru.obs != nil {
 		res.FinalURL, res.FinalScreenshot = ru.obs.url, ru.obs.png
 	}
@@ -481,6 +493,7 @@ func (ru *run) takeObservation(snap *browser.Snapshot) bool {
 		snap = s
 	}
 	ru.redact.Snapshot(snap)
+	ru.acting = snap
 	o := &observation{snap: snap, url: snap.Page.URL, text: snap.Text()}
 	timeout := ru.r.ScreenshotTimeout
 	if timeout <= 0 {
@@ -568,6 +581,7 @@ func (ru *run) recover(cause error) (Result, bool) {
 	}
 	ru.rec.Actions = append(ru.rec.Actions, Action{Tool: ToolNavigate, Arguments: map[string]any{"url": url},
 		Outcome: "ok", Message: "reopened after a browser restart"})
+	ru.recordAction(trace.Action{Step: ru.step, URL: url}, ToolNavigate, map[string]any{"url": url}, nil)
 	ru.recoveredAt = time.Now()
 	if !ru.takeObservation(nil) {
 		if ru.ctx.Err() != nil {
@@ -939,6 +953,10 @@ func (ru *run) browserTool(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 		ru.answerError(t, call, args, refused.code, refused.msg, time.Since(begin))
 		return false
 	}
+	var captured trace.Action
+	if ru.noTrace == "" {
+		captured = ru.captureTarget(bctx, act)
+	}
 	out.acted = true
 	res, err := ru.page.Do(bctx, act)
 	if err == nil {
@@ -980,6 +998,10 @@ func (ru *run) browserTool(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 	}
 	if res.Snapshot != nil {
 		out.snapshot = res.Snapshot
+	}
+	ru.acting = res.Snapshot // nil when the page after the action is unknown
+	if res.Error == nil {
+		ru.recordAction(captured, call.Name, args, res)
 	}
 	if act.Kind == browser.ActionExtract && res.Error == nil && res.Rows != nil {
 		ru.extracted = outputRows(res.Rows) // redacted with the result above
@@ -1115,6 +1137,7 @@ func (ru *run) getSnapshot(t *turn, call llm.ToolCall, a toolArgs, args map[stri
 		return
 	}
 	ru.redact.Snapshot(snap)
+	ru.acting = snap
 	if opts.Filter == "" && opts.Offset == 0 && !opts.ViewportOnly {
 		out.snapshot = snap
 	}
@@ -1149,6 +1172,7 @@ func (ru *run) customTool(t *turn, call llm.ToolCall, args map[string]any) {
 		resMap = map[string]any{"value": value}
 	}
 	ru.rec.Actions = append(ru.rec.Actions, Action{Tool: call.Name, Arguments: args, Outcome: "ok", Result: resMap, Duration: time.Since(begin)})
+	ru.recordAction(ru.captureTarget(ru.ctx, browser.Action{}), call.Name, args, nil)
 	t.summary = append(t.summary, fmt.Sprintf("%s(): success", call.Name))
 	t.results.Parts = append(t.results.Parts, llm.Part{ToolResult: &llm.ToolResult{CallID: call.ID, Name: call.Name, Content: string(result)}})
 	t.lean.Parts = append(t.lean.Parts, t.results.Parts[len(t.results.Parts)-1])

@@ -16,6 +16,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/judge"
 	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/tools"
+	"github.com/wayfinder/wayfinder/internal/trace"
 )
 
 // Policy decides whether the browser may load a URL.
@@ -367,6 +368,11 @@ type Result struct {
 	// of Params.PriorExtract when this execution extracted nothing); nil
 	// when none. Redacted.
 	Output any
+	// Trace is the run's replayable trace (issue 8) when it COMPLETED:
+	// its successful actions with their targets' fingerprints and the
+	// final page and verdict. Nil for any other outcome, for a resumed run
+	// and for a run a person took over. Redacted.
+	Trace *trace.Trace
 }
 
 // Runner executes runs.

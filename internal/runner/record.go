@@ -1,0 +1,137 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/wayfinder/wayfinder/internal/browser"
+	"github.com/wayfinder/wayfinder/internal/trace"
+)
+
+// Recording (issue 8): every successful action is kept with the page it was
+// taken on and, for an element action, a fingerprint of its target read
+// just before it ran, so a completed run leaves a replayable trace
+// (Result.Trace).
+
+// captureTarget describes the page an action is about to run on and, when
+// act aims at an element by ref, fingerprints it: one ElementDetails call.
+// A failure to capture never stops the action: the returned action then
+// says why in TargetError.
+func (ru *run) captureTarget(ctx context.Context, act browser.Action) trace.Action {
+	ta := trace.Action{Step: ru.step}
+	snap := ru.acting
+	if snap != nil {
+		ta.Page, ta.URL = trace.PageSignature(snap), snap.Page.URL
+	}
+	if act.Ref == "" {
+		if act.Target != nil && act.Target.Point == nil {
+			ta.TargetError = "aimed by a target description, not a ref"
+		}
+		return ta
+	}
+	if snap == nil || ru.page == nil || snap.ID != ru.page.SnapshotID() {
+		ta.TargetError = "the snapshot the ref belongs to is not at hand"
+		return ta
+	}
+	ds, err := ru.page.ElementDetails(ctx, act.Ref)
+	d, ok := ds[act.Ref]
+	switch {
+	case err != nil:
+		ta.TargetError = "no DOM details: " + err.Error()
+	case !ok:
+		ta.TargetError = "no DOM details: the element left the page"
+	}
+	fp, err := trace.Capture(snap, act.Ref, d)
+	if err != nil {
+		ta.TargetError = err.Error()
+		return ta
+	}
+	ta.Target = &fp
+	return ta
+}
+
+// recordAction keeps ta, the capture of an action that succeeded, with its
+// arguments and the URL it led to.
+func (ru *run) recordAction(ta trace.Action, tool string, args map[string]any, res *browser.ActionResult) {
+	if ru.noTrace != "" {
+		return
+	}
+	ta.Tool, ta.Arguments = tool, traceArgs(args)
+	if res != nil {
+		ta.URLAfter = res.URL
+		if ta.URLAfter == "" && res.Snapshot != nil {
+			ta.URLAfter = res.Snapshot.Page.URL
+		}
+	}
+	ru.tr = append(ru.tr, ta)
+}
+
+// traceArgs are the arguments a trace keeps: the call's, without the
+// model's commentary. Secrets are placeholders already (the model never
+// sees their values); the whole trace is redacted again at the end.
+func traceArgs(args map[string]any) map[string]any {
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		if k == "reasoning" || k == confidenceArgument {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// stopTrace records why the run cannot leave a replayable trace.
+func (ru *run) stopTrace(why string) {
+	if ru.noTrace == "" {
+		ru.noTrace = why
+		ru.tr = nil
+	}
+}
+
+// finalTrace is the run's trace when res completes it, nil otherwise.
+// Every text in it is redacted.
+func (ru *run) finalTrace(res Result) *trace.Trace {
+	if res.Status != StatusCompleted || ru.noTrace != "" {
+		return nil
+	}
+	if ru.humanSteps > 0 {
+		return nil // a person's actions are not on record as actions
+	}
+	t := &trace.Trace{Format: trace.FormatVersion, Goal: ru.p.Goal, StartURL: ru.p.StartURL,
+		Actions: append([]trace.Action{}, ru.tr...)}
+	t.Final.Reason = res.Reason
+	if ru.obs != nil {
+		t.Final.URL, t.Final.Page = ru.obs.url, trace.PageSignature(ru.obs.snap)
+	}
+	v := res.Verdict
+	if v == nil {
+		v = ru.verdict
+	}
+	if v != nil {
+		t.Final.Verdict = &trace.Verdict{Done: v.Done, Confidence: v.Confidence, Reason: v.Reason, Source: v.Source}
+	}
+	for _, c := range ru.criteria {
+		t.Final.Criteria = append(t.Final.Criteria, trace.Criterion{Name: indicatorName(c.Indicator),
+			Kind: string(c.Indicator.Kind), Value: c.Indicator.Value, Set: string(c.Set), Matched: c.Matched, Err: c.Err})
+	}
+	return ru.redactTrace(t)
+}
+
+// redactTrace redacts every string of t, through its JSON form so that no
+// field is missed.
+func (ru *run) redactTrace(t *trace.Trace) *trace.Trace {
+	if !ru.redact.Active() {
+		return t
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil
+	}
+	var out trace.Trace
+	if err := json.Unmarshal(ru.redact.Bytes(b), &out); err != nil {
+		// Redaction only replaces text with text; a trace that no longer
+		// decodes is not kept rather than kept unredacted.
+		return nil
+	}
+	return &out
+}
