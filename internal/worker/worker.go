@@ -173,6 +173,8 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.RunArgs]) error 
 // run, or nil when the run was handed back to the queue.
 func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (*wfv1.Run, error) {
 	bg := context.WithoutCancel(ctx)
+	// The task key of the run's trace, from its stored (redacted) params.
+	traceKey, keyErr := TraceKey(run.GetParams())
 	if err := w.unseal(bg, run); err != nil {
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR,
 			Error: &wfv1.RunError{Category: wfv1.ErrorCategory_ERROR_CATEGORY_INTERNAL, Message: err.Error()}})
@@ -280,6 +282,12 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 	o, err := sink.outcome(bg, res)
 	if err != nil {
 		return nil, err
+	}
+	if res.Status == runner.StatusCompleted && res.Trace != nil {
+		// A trace that cannot be kept costs a later replay, not the run.
+		if err := errors.Join(keyErr, sink.saveTrace(bg, run.GetTenantId(), traceKey, res.Trace)); err != nil {
+			log.WarnContext(ctx, "the run's trace was not saved", "error", err)
+		}
 	}
 	return w.cfg.Store.FinishRun(bg, run.Id, o)
 }

@@ -1,0 +1,53 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
+	"github.com/wayfinder/wayfinder/internal/store"
+	"github.com/wayfinder/wayfinder/internal/trace"
+)
+
+// TraceKey is the task key of a run's trace (trace.Key): its goal, its
+// start URL and the params that change what the run does on the page
+// (browser emulation, auth, custom tools, completion criteria, domain
+// lists, checkpoints). Models, budgets, limits, labels and webhooks are
+// left out: a replay of the same task under other ones is the same path.
+// p are the run's stored params, redacted, so no secret value (only its
+// reference) goes into the key.
+func TraceKey(p *wfv1.RunParams) (string, error) {
+	sel := &wfv1.RunParams{Browser: p.GetBrowser(), Auth: p.GetAuth(), Tools: p.GetTools(), Completion: p.GetCompletion(),
+		AllowedDomains: p.GetAllowedDomains(), BlockedDomains: p.GetBlockedDomains(), Checkpoints: p.GetCheckpoints()}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(sel)
+	if err != nil {
+		return "", fmt.Errorf("trace key: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return trace.Key(p.GetGoal(), p.GetStartUrl(), hex.EncodeToString(sum[:]))
+}
+
+// saveTrace stores a completed run's trace under key, redacted again.
+func (s *sink) saveTrace(ctx context.Context, tenantID, key string, t *trace.Trace) error {
+	actions, err := json.Marshal(t.Actions)
+	if err != nil {
+		return fmt.Errorf("encode trace actions: %w", err)
+	}
+	final, err := json.Marshal(struct {
+		trace.Final
+		Format   int    `json:"format"`
+		Goal     string `json:"goal"`
+		StartURL string `json:"start_url"`
+	}{t.Final, t.Format, t.Goal, t.StartURL})
+	if err != nil {
+		return fmt.Errorf("encode trace final state: %w", err)
+	}
+	_, err = s.store.SaveTrace(ctx, store.Trace{RunID: s.runID, TenantID: tenantID, Key: key,
+		Actions: s.redact.Bytes(actions), Final: s.redact.Bytes(final)})
+	return err
+}
