@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/wayfinder/wayfinder/internal/browser"
 	"github.com/wayfinder/wayfinder/internal/llm"
+	"github.com/wayfinder/wayfinder/internal/pool"
 	"github.com/wayfinder/wayfinder/internal/trace"
 )
 
@@ -206,4 +209,42 @@ func TestResumedRunLeavesNoTrace(t *testing.T) {
 	res, _ := execute(t, runCtx(t), nil, p)
 	require.Equal(t, StatusCompleted, res.Status, "%+v", res.Err)
 	require.Nil(t, res.Trace)
+}
+
+// BenchmarkCaptureTarget measures what recording adds to an element
+// action: the page signature, one ElementDetails call and the fingerprint,
+// on the profile page in a real Chromium.
+func BenchmarkCaptureTarget(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(profilePage))
+	}))
+	b.Cleanup(srv.Close)
+	p, err := pool.New(pool.Config{Capacity: 1, WorkDir: b.TempDir(), HealthInterval: time.Hour})
+	require.NoError(b, err)
+	require.NoError(b, p.Start(context.Background()))
+	b.Cleanup(p.Close)
+	lease, err := p.Lease(context.Background(), browser.SessionOptions{})
+	require.NoError(b, err)
+	b.Cleanup(lease.Release)
+	ctx := context.Background()
+	page, err := lease.Session().NewPage(ctx, browser.PageOptions{Width: 640, Height: 400})
+	require.NoError(b, err)
+	require.NoError(b, page.Navigate(ctx, srv.URL, 20*time.Second))
+	snap, err := page.Snapshot(ctx, browser.SnapshotOptions{})
+	require.NoError(b, err)
+	var save string
+	for _, e := range snap.Elements {
+		if e.Name == "Save" {
+			save = e.Ref
+		}
+	}
+	ru := &run{page: page, acting: snap, step: 1}
+	b.ResetTimer()
+	for b.Loop() {
+		ta := ru.captureTarget(ctx, browser.Action{Kind: browser.ActionClick, Ref: save})
+		if ta.Target == nil || ta.TargetError != "" {
+			b.Fatalf("capture failed: %s", ta.TargetError)
+		}
+	}
 }
