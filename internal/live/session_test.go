@@ -477,8 +477,7 @@ func TestSessionFrames(t *testing.T) {
 		t.Fatal("no frame at once")
 	}
 	cancelLate()
-	_, open := <-late
-	require.False(t, open, "cancel closes the channel")
+	requireClosed(t, late)
 
 	// The screencast follows the run's page: pageA moves on to /b, but
 	// only pageB's /c is shown once the run's page is pageB.
@@ -499,9 +498,25 @@ func TestSessionFrames(t *testing.T) {
 	cancel()
 	cancelSlow()
 	s.Close()
-	_, open = <-frames
-	require.False(t, open)
+	requireClosed(t, frames)
 	require.Eventually(t, func() bool { return !leftBehind() }, wait, 10*time.Millisecond, "goroutines left: %s", stacks())
+}
+
+// requireClosed drains ch (a frame may still be buffered when its
+// subscription ends) and fails unless it is closed within wait.
+func requireClosed(t *testing.T, ch <-chan Frame) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case _, open := <-ch:
+			if !open {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the channel was not closed")
+		}
+	}
 }
 
 func stacks() string {
