@@ -11,30 +11,50 @@ import (
 	wfv1 "github.com/wayfinder/wayfinder/api/gen/wayfinder/v1"
 )
 
-// runsCmd is `wayfinder runs SUBCOMMAND`.
-func runsCmd(ctx context.Context, s *session, args []string) (int, error) {
-	subs := map[string]func(context.Context, *session, []string) (int, error){
-		"list": runsList, "get": runsGet, "cancel": runsCancel, "events": runsEvents, "steps": runsSteps,
-	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(s.env.Stderr, `usage:
+// runsUsage lists the `wayfinder runs` subcommands.
+const runsUsage = `usage:
   wayfinder runs list [--status S]… [--label K=V]… [--limit N]
   wayfinder runs get RUN_ID
   wayfinder runs cancel RUN_ID [--reason TEXT]
   wayfinder runs events RUN_ID [--follow] [--after N]
   wayfinder runs steps RUN_ID
-`)
+`
+
+// runsCmd is `wayfinder runs SUBCOMMAND`.
+func runsCmd(ctx context.Context, s *session, args []string) (int, error) {
+	return dispatch(ctx, s, args, runsUsage, []subcommand{
+		{"list", runsList}, {"get", runsGet}, {"cancel", runsCancel}, {"events", runsEvents}, {"steps", runsSteps},
+	})
+}
+
+// subcommand is one of a command's subcommands.
+type subcommand struct {
+	name string
+	run  func(context.Context, *session, []string) (int, error)
+}
+
+// dispatch runs the subcommand args[0] names; with none, or asked for
+// help, it prints usage (no subcommand is a usage error).
+func dispatch(ctx context.Context, s *session, args []string, usage string, subs []subcommand) (int, error) {
+	names := make([]string, len(subs))
+	for i, sc := range subs {
+		names[i] = sc.name
+	}
+	list := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(s.env.Stderr, usage)
 		if len(args) == 0 {
-			return 0, usageErrorf("missing subcommand: list, get, cancel, events or steps")
+			return 0, usageErrorf("missing subcommand: %s", list)
 		}
 		return exitOK, nil
 	}
-	sub, ok := subs[args[0]]
-	if !ok {
-		return 0, usageErrorf("unknown subcommand %q: list, get, cancel, events or steps", args[0])
+	for _, sc := range subs {
+		if sc.name == args[0] {
+			s.prefix += " " + args[0]
+			return sc.run(ctx, s, args[1:])
+		}
 	}
-	s.prefix += " " + args[0]
-	return sub(ctx, s, args[1:])
+	return 0, usageErrorf("unknown subcommand %q: %s", args[0], list)
 }
 
 func runsList(ctx context.Context, s *session, args []string) (int, error) {

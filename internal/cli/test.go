@@ -38,22 +38,9 @@ const testUsage = `usage:
 
 // testCmd is `wayfinder test SUBCOMMAND`: test suites, for people and CI.
 func testCmd(ctx context.Context, s *session, args []string) (int, error) {
-	subs := map[string]func(context.Context, *session, []string) (int, error){
-		"run": testRun, "get": testGet, "runs": testRuns, "list": testList, "export": testExport,
-	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(s.env.Stderr, testUsage)
-		if len(args) == 0 {
-			return 0, usageErrorf("missing subcommand: run, get, runs, list or export")
-		}
-		return exitOK, nil
-	}
-	sub, ok := subs[args[0]]
-	if !ok {
-		return 0, usageErrorf("unknown subcommand %q: run, get, runs, list or export", args[0])
-	}
-	s.prefix += " " + args[0]
-	return sub(ctx, s, args[1:])
+	return dispatch(ctx, s, args, testUsage, []subcommand{
+		{"run", testRun}, {"get", testGet}, {"runs", testRuns}, {"list", testList}, {"export", testExport},
+	})
 }
 
 // testClient connects and returns the TestService client.
