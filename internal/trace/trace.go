@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -25,6 +26,64 @@ type Trace struct {
 	Actions []Action `json:"actions"`
 	// Final is the page and the verdict at the end of the run.
 	Final Final `json:"final"`
+	// Model is what the controller model spent on a model-driven run of
+	// this path: the recording run's controller calls, or, for a trace a
+	// replay healed, those of the trace it healed. A replay saves it.
+	Model Usage `json:"model"`
+}
+
+// Usage counts controller model calls and their tokens.
+type Usage struct {
+	Calls        int     `json:"calls"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+// Tokens is the input plus output tokens.
+func (u Usage) Tokens() int64 { return u.InputTokens + u.OutputTokens }
+
+// stored is the stored form of a trace's final part: Final with the
+// trace's header (the actions are stored apart).
+type stored struct {
+	Final
+	Format   int    `json:"format"`
+	Goal     string `json:"goal"`
+	StartURL string `json:"start_url"`
+	Model    Usage  `json:"model"`
+}
+
+// Encode returns the stored form of t: its actions and its final part
+// (the final page and verdict with the trace's header), as JSON.
+func (t *Trace) Encode() (actions, final []byte, err error) {
+	acts := t.Actions
+	if acts == nil {
+		acts = []Action{}
+	}
+	if actions, err = json.Marshal(acts); err != nil {
+		return nil, nil, fmt.Errorf("encode trace actions: %w", err)
+	}
+	if final, err = json.Marshal(stored{t.Final, t.Format, t.Goal, t.StartURL, t.Model}); err != nil {
+		return nil, nil, fmt.Errorf("encode trace final state: %w", err)
+	}
+	return actions, final, nil
+}
+
+// Decode reads a trace from its stored form (Encode). A trace of a newer
+// format than this build reads is an error.
+func Decode(actions, final []byte) (*Trace, error) {
+	var st stored
+	if err := json.Unmarshal(final, &st); err != nil {
+		return nil, fmt.Errorf("decode trace final state: %w", err)
+	}
+	if st.Format > FormatVersion {
+		return nil, fmt.Errorf("trace format %d is newer than this server reads (%d)", st.Format, FormatVersion)
+	}
+	t := &Trace{Format: st.Format, Goal: st.Goal, StartURL: st.StartURL, Final: st.Final, Model: st.Model}
+	if err := json.Unmarshal(actions, &t.Actions); err != nil {
+		return nil, fmt.Errorf("decode trace actions: %w", err)
+	}
+	return t, nil
 }
 
 // Action is one recorded action.

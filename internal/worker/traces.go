@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -32,22 +31,13 @@ func TraceKey(p *wfv1.RunParams) (string, error) {
 	return trace.Key(p.GetGoal(), p.GetStartUrl(), hex.EncodeToString(sum[:]))
 }
 
-// saveTrace stores a completed run's trace under key, redacted again.
-func (s *sink) saveTrace(ctx context.Context, tenantID, key string, t *trace.Trace) error {
-	actions, err := json.Marshal(t.Actions)
+// saveTrace stores a completed run's trace under key, redacted again;
+// healedFrom names the trace a healed replay started from.
+func (s *sink) saveTrace(ctx context.Context, tenantID, key, healedFrom string, t *trace.Trace) (*store.Trace, error) {
+	actions, final, err := t.Encode()
 	if err != nil {
-		return fmt.Errorf("encode trace actions: %w", err)
+		return nil, err
 	}
-	final, err := json.Marshal(struct {
-		trace.Final
-		Format   int    `json:"format"`
-		Goal     string `json:"goal"`
-		StartURL string `json:"start_url"`
-	}{t.Final, t.Format, t.Goal, t.StartURL})
-	if err != nil {
-		return fmt.Errorf("encode trace final state: %w", err)
-	}
-	_, err = s.store.SaveTrace(ctx, store.Trace{RunID: s.runID, TenantID: tenantID, Key: key,
+	return s.store.SaveTrace(ctx, store.Trace{RunID: s.runID, TenantID: tenantID, Key: key, HealedFrom: healedFrom,
 		Actions: s.redact.Bytes(actions), Final: s.redact.Bytes(final)})
-	return err
 }

@@ -285,7 +285,8 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 	}
 	if res.Status == runner.StatusCompleted && res.Trace != nil {
 		// A trace that cannot be kept costs a later replay, not the run.
-		if err := errors.Join(keyErr, sink.saveTrace(bg, run.GetTenantId(), traceKey, res.Trace)); err != nil {
+		_, err := sink.saveTrace(bg, run.GetTenantId(), traceKey, "", res.Trace)
+		if err := errors.Join(keyErr, err); err != nil {
 			log.WarnContext(ctx, "the run's trace was not saved", "error", err)
 		}
 	}

@@ -137,6 +137,9 @@ const (
 	ErrorCategory_ERROR_CATEGORY_INTERNAL ErrorCategory = 13
 	// The run reached its max_tokens or max_cost_usd.
 	ErrorCategory_ERROR_CATEGORY_BUDGET_EXCEEDED ErrorCategory = 14
+	// A strict replay (ReplayOptions) could not follow its trace: a target
+	// was not found with confidence or the page was not the one recorded.
+	ErrorCategory_ERROR_CATEGORY_REPLAY_DIVERGED ErrorCategory = 15
 )
 
 // Enum value maps for ErrorCategory.
@@ -157,6 +160,7 @@ var (
 		12: "ERROR_CATEGORY_NAVIGATION_ERROR",
 		13: "ERROR_CATEGORY_INTERNAL",
 		14: "ERROR_CATEGORY_BUDGET_EXCEEDED",
+		15: "ERROR_CATEGORY_REPLAY_DIVERGED",
 	}
 	ErrorCategory_value = map[string]int32{
 		"ERROR_CATEGORY_UNSPECIFIED":          0,
@@ -174,6 +178,7 @@ var (
 		"ERROR_CATEGORY_NAVIGATION_ERROR":     12,
 		"ERROR_CATEGORY_INTERNAL":             13,
 		"ERROR_CATEGORY_BUDGET_EXCEEDED":      14,
+		"ERROR_CATEGORY_REPLAY_DIVERGED":      15,
 	}
 )
 
@@ -202,6 +207,128 @@ func (x ErrorCategory) Number() protoreflect.EnumNumber {
 // Deprecated: Use ErrorCategory.Descriptor instead.
 func (ErrorCategory) EnumDescriptor() ([]byte, []int) {
 	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{1}
+}
+
+// ReplayMode says whether a run replays a trace (record and replay).
+type ReplayMode int32
+
+const (
+	// The same as REPLAY_MODE_OFF.
+	ReplayMode_REPLAY_MODE_UNSPECIFIED ReplayMode = 0
+	// Run with the model; a COMPLETED run records a trace.
+	ReplayMode_REPLAY_MODE_OFF ReplayMode = 1
+	// Replay the task's trace when one exists, handing the rest of the run to
+	// the model (self-heal) where the page no longer matches; without a trace
+	// run with the model and record one.
+	ReplayMode_REPLAY_MODE_AUTO ReplayMode = 2
+	// Replay only: the run ends ERROR (ERROR_CATEGORY_REPLAY_DIVERGED) where
+	// the page no longer matches the trace. CreateRun refuses the run
+	// (FAILED_PRECONDITION, reason NO_TRACE) when the task has no trace.
+	ReplayMode_REPLAY_MODE_STRICT ReplayMode = 3
+)
+
+// Enum value maps for ReplayMode.
+var (
+	ReplayMode_name = map[int32]string{
+		0: "REPLAY_MODE_UNSPECIFIED",
+		1: "REPLAY_MODE_OFF",
+		2: "REPLAY_MODE_AUTO",
+		3: "REPLAY_MODE_STRICT",
+	}
+	ReplayMode_value = map[string]int32{
+		"REPLAY_MODE_UNSPECIFIED": 0,
+		"REPLAY_MODE_OFF":         1,
+		"REPLAY_MODE_AUTO":        2,
+		"REPLAY_MODE_STRICT":      3,
+	}
+)
+
+func (x ReplayMode) Enum() *ReplayMode {
+	p := new(ReplayMode)
+	*p = x
+	return p
+}
+
+func (x ReplayMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ReplayMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfinder_v1_run_proto_enumTypes[2].Descriptor()
+}
+
+func (ReplayMode) Type() protoreflect.EnumType {
+	return &file_wayfinder_v1_run_proto_enumTypes[2]
+}
+
+func (x ReplayMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ReplayMode.Descriptor instead.
+func (ReplayMode) EnumDescriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{2}
+}
+
+// ReplayOutcome is how a replay went.
+type ReplayOutcome int32
+
+const (
+	ReplayOutcome_REPLAY_OUTCOME_UNSPECIFIED ReplayOutcome = 0
+	// Every action of the trace ran without the model.
+	ReplayOutcome_REPLAY_OUTCOME_REPLAYED ReplayOutcome = 1
+	// The run diverged from the trace and the model took over from
+	// healed_at_step (REPLAY_MODE_AUTO).
+	ReplayOutcome_REPLAY_OUTCOME_HEALED ReplayOutcome = 2
+	// The run diverged from the trace and ended (REPLAY_MODE_STRICT).
+	ReplayOutcome_REPLAY_OUTCOME_DIVERGED ReplayOutcome = 3
+	// The task had no trace; the run ran with the model (REPLAY_MODE_AUTO).
+	ReplayOutcome_REPLAY_OUTCOME_NO_TRACE ReplayOutcome = 4
+)
+
+// Enum value maps for ReplayOutcome.
+var (
+	ReplayOutcome_name = map[int32]string{
+		0: "REPLAY_OUTCOME_UNSPECIFIED",
+		1: "REPLAY_OUTCOME_REPLAYED",
+		2: "REPLAY_OUTCOME_HEALED",
+		3: "REPLAY_OUTCOME_DIVERGED",
+		4: "REPLAY_OUTCOME_NO_TRACE",
+	}
+	ReplayOutcome_value = map[string]int32{
+		"REPLAY_OUTCOME_UNSPECIFIED": 0,
+		"REPLAY_OUTCOME_REPLAYED":    1,
+		"REPLAY_OUTCOME_HEALED":      2,
+		"REPLAY_OUTCOME_DIVERGED":    3,
+		"REPLAY_OUTCOME_NO_TRACE":    4,
+	}
+)
+
+func (x ReplayOutcome) Enum() *ReplayOutcome {
+	p := new(ReplayOutcome)
+	*p = x
+	return p
+}
+
+func (x ReplayOutcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ReplayOutcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_wayfinder_v1_run_proto_enumTypes[3].Descriptor()
+}
+
+func (ReplayOutcome) Type() protoreflect.EnumType {
+	return &file_wayfinder_v1_run_proto_enumTypes[3]
+}
+
+func (x ReplayOutcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ReplayOutcome.Descriptor instead.
+func (ReplayOutcome) EnumDescriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{3}
 }
 
 // ApprovalTimeoutPolicy is what an unanswered approval becomes.
@@ -245,11 +372,11 @@ func (x ApprovalTimeoutPolicy) String() string {
 }
 
 func (ApprovalTimeoutPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfinder_v1_run_proto_enumTypes[2].Descriptor()
+	return file_wayfinder_v1_run_proto_enumTypes[4].Descriptor()
 }
 
 func (ApprovalTimeoutPolicy) Type() protoreflect.EnumType {
-	return &file_wayfinder_v1_run_proto_enumTypes[2]
+	return &file_wayfinder_v1_run_proto_enumTypes[4]
 }
 
 func (x ApprovalTimeoutPolicy) Number() protoreflect.EnumNumber {
@@ -258,7 +385,7 @@ func (x ApprovalTimeoutPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ApprovalTimeoutPolicy.Descriptor instead.
 func (ApprovalTimeoutPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{2}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{4}
 }
 
 // ConsentPolicy says what happens to cookie and consent banners.
@@ -309,11 +436,11 @@ func (x ConsentPolicy) String() string {
 }
 
 func (ConsentPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfinder_v1_run_proto_enumTypes[3].Descriptor()
+	return file_wayfinder_v1_run_proto_enumTypes[5].Descriptor()
 }
 
 func (ConsentPolicy) Type() protoreflect.EnumType {
-	return &file_wayfinder_v1_run_proto_enumTypes[3]
+	return &file_wayfinder_v1_run_proto_enumTypes[5]
 }
 
 func (x ConsentPolicy) Number() protoreflect.EnumNumber {
@@ -322,7 +449,7 @@ func (x ConsentPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ConsentPolicy.Descriptor instead.
 func (ConsentPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{3}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{5}
 }
 
 // JudgeStrategy selects how completion is decided.
@@ -365,11 +492,11 @@ func (x JudgeStrategy) String() string {
 }
 
 func (JudgeStrategy) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfinder_v1_run_proto_enumTypes[4].Descriptor()
+	return file_wayfinder_v1_run_proto_enumTypes[6].Descriptor()
 }
 
 func (JudgeStrategy) Type() protoreflect.EnumType {
-	return &file_wayfinder_v1_run_proto_enumTypes[4]
+	return &file_wayfinder_v1_run_proto_enumTypes[6]
 }
 
 func (x JudgeStrategy) Number() protoreflect.EnumNumber {
@@ -378,7 +505,7 @@ func (x JudgeStrategy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JudgeStrategy.Descriptor instead.
 func (JudgeStrategy) EnumDescriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{4}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{6}
 }
 
 // BasicAuthStrategy says how basic credentials are applied.
@@ -417,11 +544,11 @@ func (x BasicAuthStrategy) String() string {
 }
 
 func (BasicAuthStrategy) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfinder_v1_run_proto_enumTypes[5].Descriptor()
+	return file_wayfinder_v1_run_proto_enumTypes[7].Descriptor()
 }
 
 func (BasicAuthStrategy) Type() protoreflect.EnumType {
-	return &file_wayfinder_v1_run_proto_enumTypes[5]
+	return &file_wayfinder_v1_run_proto_enumTypes[7]
 }
 
 func (x BasicAuthStrategy) Number() protoreflect.EnumNumber {
@@ -430,7 +557,7 @@ func (x BasicAuthStrategy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BasicAuthStrategy.Descriptor instead.
 func (BasicAuthStrategy) EnumDescriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{5}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{7}
 }
 
 // RunEventType names what happened.
@@ -514,11 +641,11 @@ func (x RunEventType) String() string {
 }
 
 func (RunEventType) Descriptor() protoreflect.EnumDescriptor {
-	return file_wayfinder_v1_run_proto_enumTypes[6].Descriptor()
+	return file_wayfinder_v1_run_proto_enumTypes[8].Descriptor()
 }
 
 func (RunEventType) Type() protoreflect.EnumType {
-	return &file_wayfinder_v1_run_proto_enumTypes[6]
+	return &file_wayfinder_v1_run_proto_enumTypes[8]
 }
 
 func (x RunEventType) Number() protoreflect.EnumNumber {
@@ -527,7 +654,7 @@ func (x RunEventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RunEventType.Descriptor instead.
 func (RunEventType) EnumDescriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{6}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{8}
 }
 
 // RunParams is everything a caller can say about a run. Only goal and
@@ -594,7 +721,10 @@ type RunParams struct {
 	Completion *CompletionCriteria `protobuf:"bytes,22,opt,name=completion,proto3" json:"completion,omitempty"`
 	// Where the service POSTs the run's result when it ends (and, optionally,
 	// approval requests), signed with HMAC-SHA256.
-	Webhook       *RunWebhook `protobuf:"bytes,23,opt,name=webhook,proto3" json:"webhook,omitempty"`
+	Webhook *RunWebhook `protobuf:"bytes,23,opt,name=webhook,proto3" json:"webhook,omitempty"`
+	// Replay a recorded trace of the same task instead of asking the model
+	// at every step (record and replay). Default off.
+	Replay        *ReplayOptions `protobuf:"bytes,24,opt,name=replay,proto3" json:"replay,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -790,6 +920,205 @@ func (x *RunParams) GetWebhook() *RunWebhook {
 	return nil
 }
 
+func (x *RunParams) GetReplay() *ReplayOptions {
+	if x != nil {
+		return x.Replay
+	}
+	return nil
+}
+
+// ReplayOptions ask a run to replay a trace (TraceService).
+type ReplayOptions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Mode  ReplayMode             `protobuf:"varint,1,opt,name=mode,proto3,enum=wayfinder.v1.ReplayMode" json:"mode,omitempty"`
+	// The trace to replay (a Trace.id, the run that recorded it). Default:
+	// the task's pinned trace, else its newest. It must be a trace of the
+	// same task (Trace.task_key).
+	TraceId       string `protobuf:"bytes,2,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayOptions) Reset() {
+	*x = ReplayOptions{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayOptions) ProtoMessage() {}
+
+func (x *ReplayOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayOptions.ProtoReflect.Descriptor instead.
+func (*ReplayOptions) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ReplayOptions) GetMode() ReplayMode {
+	if x != nil {
+		return x.Mode
+	}
+	return ReplayMode_REPLAY_MODE_UNSPECIFIED
+}
+
+func (x *ReplayOptions) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+// ReplayReport is what a run's replay did (Run.replay).
+type ReplayReport struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Mode    ReplayMode             `protobuf:"varint,1,opt,name=mode,proto3,enum=wayfinder.v1.ReplayMode" json:"mode,omitempty"`
+	Outcome ReplayOutcome          `protobuf:"varint,2,opt,name=outcome,proto3,enum=wayfinder.v1.ReplayOutcome" json:"outcome,omitempty"`
+	// The trace replayed (its Trace.id) and its version.
+	TraceId      string `protobuf:"bytes,3,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	TraceVersion int32  `protobuf:"varint,4,opt,name=trace_version,json=traceVersion,proto3" json:"trace_version,omitempty"`
+	// Actions of the trace executed without a model call.
+	ReplayedActions int32 `protobuf:"varint,5,opt,name=replayed_actions,json=replayedActions,proto3" json:"replayed_actions,omitempty"`
+	// Actions of the trace whose target was found by its fingerprint rather
+	// than at its recorded ref (the page had changed).
+	RelocatedActions int32 `protobuf:"varint,6,opt,name=relocated_actions,json=relocatedActions,proto3" json:"relocated_actions,omitempty"`
+	// The step at which the model took over (HEALED) or the run stopped
+	// (DIVERGED); 0 when the replay did not diverge.
+	DivergedAtStep int32 `protobuf:"varint,7,opt,name=diverged_at_step,json=divergedAtStep,proto3" json:"diverged_at_step,omitempty"`
+	// Why the page no longer matched the trace there.
+	Divergence string `protobuf:"bytes,8,opt,name=divergence,proto3" json:"divergence,omitempty"`
+	// Controller model calls and tokens the run did not spend: the
+	// recorded run's controller usage less this run's.
+	ModelCallsSaved int32 `protobuf:"varint,9,opt,name=model_calls_saved,json=modelCallsSaved,proto3" json:"model_calls_saved,omitempty"`
+	TokensSaved     int64 `protobuf:"varint,10,opt,name=tokens_saved,json=tokensSaved,proto3" json:"tokens_saved,omitempty"`
+	// The trace this run recorded after healing, a new version of the task's
+	// trace (its healed_from is trace_id); "" when none.
+	HealedTraceId string `protobuf:"bytes,11,opt,name=healed_trace_id,json=healedTraceId,proto3" json:"healed_trace_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayReport) Reset() {
+	*x = ReplayReport{}
+	mi := &file_wayfinder_v1_run_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayReport) ProtoMessage() {}
+
+func (x *ReplayReport) ProtoReflect() protoreflect.Message {
+	mi := &file_wayfinder_v1_run_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayReport.ProtoReflect.Descriptor instead.
+func (*ReplayReport) Descriptor() ([]byte, []int) {
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ReplayReport) GetMode() ReplayMode {
+	if x != nil {
+		return x.Mode
+	}
+	return ReplayMode_REPLAY_MODE_UNSPECIFIED
+}
+
+func (x *ReplayReport) GetOutcome() ReplayOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return ReplayOutcome_REPLAY_OUTCOME_UNSPECIFIED
+}
+
+func (x *ReplayReport) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+func (x *ReplayReport) GetTraceVersion() int32 {
+	if x != nil {
+		return x.TraceVersion
+	}
+	return 0
+}
+
+func (x *ReplayReport) GetReplayedActions() int32 {
+	if x != nil {
+		return x.ReplayedActions
+	}
+	return 0
+}
+
+func (x *ReplayReport) GetRelocatedActions() int32 {
+	if x != nil {
+		return x.RelocatedActions
+	}
+	return 0
+}
+
+func (x *ReplayReport) GetDivergedAtStep() int32 {
+	if x != nil {
+		return x.DivergedAtStep
+	}
+	return 0
+}
+
+func (x *ReplayReport) GetDivergence() string {
+	if x != nil {
+		return x.Divergence
+	}
+	return ""
+}
+
+func (x *ReplayReport) GetModelCallsSaved() int32 {
+	if x != nil {
+		return x.ModelCallsSaved
+	}
+	return 0
+}
+
+func (x *ReplayReport) GetTokensSaved() int64 {
+	if x != nil {
+		return x.TokensSaved
+	}
+	return 0
+}
+
+func (x *ReplayReport) GetHealedTraceId() string {
+	if x != nil {
+		return x.HealedTraceId
+	}
+	return ""
+}
+
 // Checkpoint pauses the run for a human when the page after an action
 // matches every condition it sets (at least one).
 type Checkpoint struct {
@@ -812,7 +1141,7 @@ type Checkpoint struct {
 
 func (x *Checkpoint) Reset() {
 	*x = Checkpoint{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[1]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +1153,7 @@ func (x *Checkpoint) String() string {
 func (*Checkpoint) ProtoMessage() {}
 
 func (x *Checkpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[1]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +1166,7 @@ func (x *Checkpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
 func (*Checkpoint) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{1}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Checkpoint) GetName() string {
@@ -894,7 +1223,7 @@ type ApprovalSettings struct {
 
 func (x *ApprovalSettings) Reset() {
 	*x = ApprovalSettings{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[2]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +1235,7 @@ func (x *ApprovalSettings) String() string {
 func (*ApprovalSettings) ProtoMessage() {}
 
 func (x *ApprovalSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[2]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +1248,7 @@ func (x *ApprovalSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalSettings.ProtoReflect.Descriptor instead.
 func (*ApprovalSettings) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{2}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ApprovalSettings) GetTimeout() *durationpb.Duration {
@@ -956,7 +1285,7 @@ type Indicator struct {
 
 func (x *Indicator) Reset() {
 	*x = Indicator{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[3]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -968,7 +1297,7 @@ func (x *Indicator) String() string {
 func (*Indicator) ProtoMessage() {}
 
 func (x *Indicator) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[3]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -981,7 +1310,7 @@ func (x *Indicator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Indicator.ProtoReflect.Descriptor instead.
 func (*Indicator) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{3}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Indicator) GetName() string {
@@ -1102,7 +1431,7 @@ type CompletionCriteria struct {
 
 func (x *CompletionCriteria) Reset() {
 	*x = CompletionCriteria{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[4]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1114,7 +1443,7 @@ func (x *CompletionCriteria) String() string {
 func (*CompletionCriteria) ProtoMessage() {}
 
 func (x *CompletionCriteria) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[4]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1456,7 @@ func (x *CompletionCriteria) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompletionCriteria.ProtoReflect.Descriptor instead.
 func (*CompletionCriteria) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{4}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CompletionCriteria) GetSuccess() []*Indicator {
@@ -1167,7 +1496,7 @@ type IndicatorResult struct {
 
 func (x *IndicatorResult) Reset() {
 	*x = IndicatorResult{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[5]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1508,7 @@ func (x *IndicatorResult) String() string {
 func (*IndicatorResult) ProtoMessage() {}
 
 func (x *IndicatorResult) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[5]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1521,7 @@ func (x *IndicatorResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndicatorResult.ProtoReflect.Descriptor instead.
 func (*IndicatorResult) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{5}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *IndicatorResult) GetIndicator() *Indicator {
@@ -1246,7 +1575,7 @@ type RunWebhook struct {
 
 func (x *RunWebhook) Reset() {
 	*x = RunWebhook{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[6]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1587,7 @@ func (x *RunWebhook) String() string {
 func (*RunWebhook) ProtoMessage() {}
 
 func (x *RunWebhook) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[6]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,7 +1600,7 @@ func (x *RunWebhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunWebhook.ProtoReflect.Descriptor instead.
 func (*RunWebhook) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{6}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunWebhook) GetUrl() string {
@@ -1322,7 +1651,7 @@ type ApprovalRequest struct {
 
 func (x *ApprovalRequest) Reset() {
 	*x = ApprovalRequest{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[7]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1334,7 +1663,7 @@ func (x *ApprovalRequest) String() string {
 func (*ApprovalRequest) ProtoMessage() {}
 
 func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[7]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1347,7 +1676,7 @@ func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalRequest.ProtoReflect.Descriptor instead.
 func (*ApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{7}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ApprovalRequest) GetId() string {
@@ -1453,7 +1782,7 @@ type GovernanceConfig struct {
 
 func (x *GovernanceConfig) Reset() {
 	*x = GovernanceConfig{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[8]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1794,7 @@ func (x *GovernanceConfig) String() string {
 func (*GovernanceConfig) ProtoMessage() {}
 
 func (x *GovernanceConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[8]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1807,7 @@ func (x *GovernanceConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GovernanceConfig.ProtoReflect.Descriptor instead.
 func (*GovernanceConfig) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{8}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GovernanceConfig) GetRespectRobotsTxt() bool {
@@ -1534,7 +1863,7 @@ type ModelSettings struct {
 
 func (x *ModelSettings) Reset() {
 	*x = ModelSettings{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[9]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1546,7 +1875,7 @@ func (x *ModelSettings) String() string {
 func (*ModelSettings) ProtoMessage() {}
 
 func (x *ModelSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[9]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1559,7 +1888,7 @@ func (x *ModelSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelSettings.ProtoReflect.Descriptor instead.
 func (*ModelSettings) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{9}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ModelSettings) GetProvider() string {
@@ -1662,7 +1991,7 @@ type JudgeSettings struct {
 
 func (x *JudgeSettings) Reset() {
 	*x = JudgeSettings{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[10]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1674,7 +2003,7 @@ func (x *JudgeSettings) String() string {
 func (*JudgeSettings) ProtoMessage() {}
 
 func (x *JudgeSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[10]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1687,7 +2016,7 @@ func (x *JudgeSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeSettings.ProtoReflect.Descriptor instead.
 func (*JudgeSettings) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{10}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *JudgeSettings) GetStrategy() JudgeStrategy {
@@ -1726,7 +2055,7 @@ type JudgeFrequency struct {
 
 func (x *JudgeFrequency) Reset() {
 	*x = JudgeFrequency{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[11]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +2067,7 @@ func (x *JudgeFrequency) String() string {
 func (*JudgeFrequency) ProtoMessage() {}
 
 func (x *JudgeFrequency) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[11]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +2080,7 @@ func (x *JudgeFrequency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeFrequency.ProtoReflect.Descriptor instead.
 func (*JudgeFrequency) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{11}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *JudgeFrequency) GetFrequency() isJudgeFrequency_Frequency {
@@ -1835,7 +2164,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[12]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1847,7 +2176,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[12]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1860,7 +2189,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{12}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -1964,7 +2293,7 @@ type WebhookTool struct {
 
 func (x *WebhookTool) Reset() {
 	*x = WebhookTool{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[13]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1976,7 +2305,7 @@ func (x *WebhookTool) String() string {
 func (*WebhookTool) ProtoMessage() {}
 
 func (x *WebhookTool) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[13]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1989,7 +2318,7 @@ func (x *WebhookTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookTool.ProtoReflect.Descriptor instead.
 func (*WebhookTool) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{13}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WebhookTool) GetUrl() string {
@@ -2024,7 +2353,7 @@ type McpTool struct {
 
 func (x *McpTool) Reset() {
 	*x = McpTool{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[14]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2036,7 +2365,7 @@ func (x *McpTool) String() string {
 func (*McpTool) ProtoMessage() {}
 
 func (x *McpTool) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[14]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2049,7 +2378,7 @@ func (x *McpTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpTool.ProtoReflect.Descriptor instead.
 func (*McpTool) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{14}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *McpTool) GetServerUrl() string {
@@ -2077,7 +2406,7 @@ type PromptRunner struct {
 
 func (x *PromptRunner) Reset() {
 	*x = PromptRunner{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[15]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2089,7 +2418,7 @@ func (x *PromptRunner) String() string {
 func (*PromptRunner) ProtoMessage() {}
 
 func (x *PromptRunner) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[15]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2102,7 +2431,7 @@ func (x *PromptRunner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRunner.ProtoReflect.Descriptor instead.
 func (*PromptRunner) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{15}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PromptRunner) GetUrl() string {
@@ -2132,7 +2461,7 @@ type AuthConfig struct {
 
 func (x *AuthConfig) Reset() {
 	*x = AuthConfig{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[16]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2144,7 +2473,7 @@ func (x *AuthConfig) String() string {
 func (*AuthConfig) ProtoMessage() {}
 
 func (x *AuthConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[16]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2157,7 +2486,7 @@ func (x *AuthConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthConfig.ProtoReflect.Descriptor instead.
 func (*AuthConfig) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{16}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AuthConfig) GetBindings() []*DomainAuthBinding {
@@ -2197,7 +2526,7 @@ type DomainAuthBinding struct {
 
 func (x *DomainAuthBinding) Reset() {
 	*x = DomainAuthBinding{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[17]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2209,7 +2538,7 @@ func (x *DomainAuthBinding) String() string {
 func (*DomainAuthBinding) ProtoMessage() {}
 
 func (x *DomainAuthBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[17]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2222,7 +2551,7 @@ func (x *DomainAuthBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DomainAuthBinding.ProtoReflect.Descriptor instead.
 func (*DomainAuthBinding) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{17}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DomainAuthBinding) GetDomains() []string {
@@ -2370,7 +2699,7 @@ type BasicAuth struct {
 
 func (x *BasicAuth) Reset() {
 	*x = BasicAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[18]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2382,7 +2711,7 @@ func (x *BasicAuth) String() string {
 func (*BasicAuth) ProtoMessage() {}
 
 func (x *BasicAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[18]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2395,7 +2724,7 @@ func (x *BasicAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BasicAuth.ProtoReflect.Descriptor instead.
 func (*BasicAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{18}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BasicAuth) GetUsername() string {
@@ -2434,7 +2763,7 @@ type BearerAuth struct {
 
 func (x *BearerAuth) Reset() {
 	*x = BearerAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[19]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2775,7 @@ func (x *BearerAuth) String() string {
 func (*BearerAuth) ProtoMessage() {}
 
 func (x *BearerAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[19]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +2788,7 @@ func (x *BearerAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BearerAuth.ProtoReflect.Descriptor instead.
 func (*BearerAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{19}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BearerAuth) GetToken() string {
@@ -2498,7 +2827,7 @@ type ApiKeyAuth struct {
 
 func (x *ApiKeyAuth) Reset() {
 	*x = ApiKeyAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[20]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2510,7 +2839,7 @@ func (x *ApiKeyAuth) String() string {
 func (*ApiKeyAuth) ProtoMessage() {}
 
 func (x *ApiKeyAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[20]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2523,7 +2852,7 @@ func (x *ApiKeyAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKeyAuth.ProtoReflect.Descriptor instead.
 func (*ApiKeyAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{20}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ApiKeyAuth) GetKey() string {
@@ -2563,7 +2892,7 @@ type OAuthClientCredentials struct {
 
 func (x *OAuthClientCredentials) Reset() {
 	*x = OAuthClientCredentials{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[21]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2904,7 @@ func (x *OAuthClientCredentials) String() string {
 func (*OAuthClientCredentials) ProtoMessage() {}
 
 func (x *OAuthClientCredentials) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[21]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2917,7 @@ func (x *OAuthClientCredentials) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OAuthClientCredentials.ProtoReflect.Descriptor instead.
 func (*OAuthClientCredentials) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{21}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *OAuthClientCredentials) GetClientId() string {
@@ -2629,7 +2958,7 @@ type CookieAuth struct {
 
 func (x *CookieAuth) Reset() {
 	*x = CookieAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[22]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2641,7 +2970,7 @@ func (x *CookieAuth) String() string {
 func (*CookieAuth) ProtoMessage() {}
 
 func (x *CookieAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[22]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2654,7 +2983,7 @@ func (x *CookieAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CookieAuth.ProtoReflect.Descriptor instead.
 func (*CookieAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{22}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CookieAuth) GetCookies() []*Cookie {
@@ -2682,7 +3011,7 @@ type Cookie struct {
 
 func (x *Cookie) Reset() {
 	*x = Cookie{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[23]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2694,7 +3023,7 @@ func (x *Cookie) String() string {
 func (*Cookie) ProtoMessage() {}
 
 func (x *Cookie) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[23]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2707,7 +3036,7 @@ func (x *Cookie) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cookie.ProtoReflect.Descriptor instead.
 func (*Cookie) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{23}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Cookie) GetName() string {
@@ -2771,7 +3100,7 @@ type LocalStorageAuth struct {
 
 func (x *LocalStorageAuth) Reset() {
 	*x = LocalStorageAuth{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2783,7 +3112,7 @@ func (x *LocalStorageAuth) String() string {
 func (*LocalStorageAuth) ProtoMessage() {}
 
 func (x *LocalStorageAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[24]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2796,7 +3125,7 @@ func (x *LocalStorageAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalStorageAuth.ProtoReflect.Descriptor instead.
 func (*LocalStorageAuth) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{24}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LocalStorageAuth) GetOrigin() string {
@@ -2827,7 +3156,7 @@ type AuthCallback struct {
 
 func (x *AuthCallback) Reset() {
 	*x = AuthCallback{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2839,7 +3168,7 @@ func (x *AuthCallback) String() string {
 func (*AuthCallback) ProtoMessage() {}
 
 func (x *AuthCallback) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[25]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2852,7 +3181,7 @@ func (x *AuthCallback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthCallback.ProtoReflect.Descriptor instead.
 func (*AuthCallback) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{25}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AuthCallback) GetCallback() isAuthCallback_Callback {
@@ -2909,7 +3238,7 @@ type LoginScript struct {
 
 func (x *LoginScript) Reset() {
 	*x = LoginScript{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2921,7 +3250,7 @@ func (x *LoginScript) String() string {
 func (*LoginScript) ProtoMessage() {}
 
 func (x *LoginScript) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[26]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2934,7 +3263,7 @@ func (x *LoginScript) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginScript.ProtoReflect.Descriptor instead.
 func (*LoginScript) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{26}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LoginScript) GetSteps() []*LoginStep {
@@ -2970,7 +3299,7 @@ type LoginStep struct {
 
 func (x *LoginStep) Reset() {
 	*x = LoginStep{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2982,7 +3311,7 @@ func (x *LoginStep) String() string {
 func (*LoginStep) ProtoMessage() {}
 
 func (x *LoginStep) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[27]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2995,7 +3324,7 @@ func (x *LoginStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginStep.ProtoReflect.Descriptor instead.
 func (*LoginStep) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{27}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LoginStep) GetAction() string {
@@ -3048,7 +3377,7 @@ type CallbackWebhook struct {
 
 func (x *CallbackWebhook) Reset() {
 	*x = CallbackWebhook{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3060,7 +3389,7 @@ func (x *CallbackWebhook) String() string {
 func (*CallbackWebhook) ProtoMessage() {}
 
 func (x *CallbackWebhook) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[28]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3073,7 +3402,7 @@ func (x *CallbackWebhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackWebhook.ProtoReflect.Descriptor instead.
 func (*CallbackWebhook) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{28}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CallbackWebhook) GetUrl() string {
@@ -3126,7 +3455,7 @@ type BrowserConfig struct {
 
 func (x *BrowserConfig) Reset() {
 	*x = BrowserConfig{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3138,7 +3467,7 @@ func (x *BrowserConfig) String() string {
 func (*BrowserConfig) ProtoMessage() {}
 
 func (x *BrowserConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[29]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3151,7 +3480,7 @@ func (x *BrowserConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrowserConfig.ProtoReflect.Descriptor instead.
 func (*BrowserConfig) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{29}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *BrowserConfig) GetViewport() *Viewport {
@@ -3222,7 +3551,7 @@ type Viewport struct {
 
 func (x *Viewport) Reset() {
 	*x = Viewport{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3234,7 +3563,7 @@ func (x *Viewport) String() string {
 func (*Viewport) ProtoMessage() {}
 
 func (x *Viewport) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[30]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3247,7 +3576,7 @@ func (x *Viewport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Viewport.ProtoReflect.Descriptor instead.
 func (*Viewport) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{30}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Viewport) GetWidth() int32 {
@@ -3311,14 +3640,16 @@ type Run struct {
 	// Structured data the run produced: the data argument of the model's
 	// complete_task call, else the rows of its last browser_extract; unset
 	// when neither. Checked by a test's data_schema oracle.
-	Output        *structpb.Value `protobuf:"bytes,23,opt,name=output,proto3" json:"output,omitempty"`
+	Output *structpb.Value `protobuf:"bytes,23,opt,name=output,proto3" json:"output,omitempty"`
+	// What the run's replay did; unset unless params.replay asked for one.
+	Replay        *ReplayReport `protobuf:"bytes,24,opt,name=replay,proto3" json:"replay,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3330,7 +3661,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[31]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3343,7 +3674,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{31}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Run) GetId() string {
@@ -3507,6 +3838,13 @@ func (x *Run) GetOutput() *structpb.Value {
 	return nil
 }
 
+func (x *Run) GetReplay() *ReplayReport {
+	if x != nil {
+		return x.Replay
+	}
+	return nil
+}
+
 // Usage counts model tokens and their cost.
 type Usage struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
@@ -3525,7 +3863,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3537,7 +3875,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[32]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3550,7 +3888,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{32}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -3601,7 +3939,7 @@ type StepTimings struct {
 
 func (x *StepTimings) Reset() {
 	*x = StepTimings{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3613,7 +3951,7 @@ func (x *StepTimings) String() string {
 func (*StepTimings) ProtoMessage() {}
 
 func (x *StepTimings) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[33]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3626,7 +3964,7 @@ func (x *StepTimings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepTimings.ProtoReflect.Descriptor instead.
 func (*StepTimings) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{33}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StepTimings) GetSnapshot() *durationpb.Duration {
@@ -3670,7 +4008,7 @@ type RunError struct {
 
 func (x *RunError) Reset() {
 	*x = RunError{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[34]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3682,7 +4020,7 @@ func (x *RunError) String() string {
 func (*RunError) ProtoMessage() {}
 
 func (x *RunError) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[34]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3695,7 +4033,7 @@ func (x *RunError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunError.ProtoReflect.Descriptor instead.
 func (*RunError) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{34}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RunError) GetCategory() ErrorCategory {
@@ -3737,7 +4075,7 @@ type JudgeVerdict struct {
 
 func (x *JudgeVerdict) Reset() {
 	*x = JudgeVerdict{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[35]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3749,7 +4087,7 @@ func (x *JudgeVerdict) String() string {
 func (*JudgeVerdict) ProtoMessage() {}
 
 func (x *JudgeVerdict) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[35]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3762,7 +4100,7 @@ func (x *JudgeVerdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeVerdict.ProtoReflect.Descriptor instead.
 func (*JudgeVerdict) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{35}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *JudgeVerdict) GetDone() bool {
@@ -3850,7 +4188,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[36]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3862,7 +4200,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[36]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3875,7 +4213,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{36}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Step) GetRunId() string {
@@ -4022,7 +4360,7 @@ type PromptRun struct {
 
 func (x *PromptRun) Reset() {
 	*x = PromptRun{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[37]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4034,7 +4372,7 @@ func (x *PromptRun) String() string {
 func (*PromptRun) ProtoMessage() {}
 
 func (x *PromptRun) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[37]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4047,7 +4385,7 @@ func (x *PromptRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRun.ProtoReflect.Descriptor instead.
 func (*PromptRun) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{37}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PromptRun) GetId() string {
@@ -4161,7 +4499,7 @@ type ToolEvent struct {
 
 func (x *ToolEvent) Reset() {
 	*x = ToolEvent{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[38]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4173,7 +4511,7 @@ func (x *ToolEvent) String() string {
 func (*ToolEvent) ProtoMessage() {}
 
 func (x *ToolEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[38]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4186,7 +4524,7 @@ func (x *ToolEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolEvent.ProtoReflect.Descriptor instead.
 func (*ToolEvent) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{38}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ToolEvent) GetStepNumber() int32 {
@@ -4230,7 +4568,7 @@ type BlockedRequest struct {
 
 func (x *BlockedRequest) Reset() {
 	*x = BlockedRequest{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[39]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4242,7 +4580,7 @@ func (x *BlockedRequest) String() string {
 func (*BlockedRequest) ProtoMessage() {}
 
 func (x *BlockedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[39]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4255,7 +4593,7 @@ func (x *BlockedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockedRequest.ProtoReflect.Descriptor instead.
 func (*BlockedRequest) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{39}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *BlockedRequest) GetTime() *timestamppb.Timestamp {
@@ -4322,7 +4660,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[40]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4334,7 +4672,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[40]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4347,7 +4685,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{40}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Action) GetTool() string {
@@ -4426,7 +4764,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_wayfinder_v1_run_proto_msgTypes[41]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4438,7 +4776,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_wayfinder_v1_run_proto_msgTypes[41]
+	mi := &file_wayfinder_v1_run_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4451,7 +4789,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{41}
+	return file_wayfinder_v1_run_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RunEvent) GetRunId() string {
@@ -4607,7 +4945,8 @@ var File_wayfinder_v1_run_proto protoreflect.FileDescriptor
 
 const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\n" +
-	"\x16wayfinder/v1/run.proto\x12\fwayfinder.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fwayfinder/v1/live_service.proto\"\xcf\t\n" +
+	"\x16wayfinder/v1/run.proto\x12\fwayfinder.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fwayfinder/v1/live_service.proto\"\x84\n" +
+	"\n" +
 	"\tRunParams\x12\x12\n" +
 	"\x04goal\x18\x01 \x01(\tR\x04goal\x12\x1b\n" +
 	"\tstart_url\x18\x02 \x01(\tR\bstartUrl\x12\x1f\n" +
@@ -4640,13 +4979,32 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"completion\x18\x16 \x01(\v2 .wayfinder.v1.CompletionCriteriaR\n" +
 	"completion\x122\n" +
-	"\awebhook\x18\x17 \x01(\v2\x18.wayfinder.v1.RunWebhookR\awebhook\x1a9\n" +
+	"\awebhook\x18\x17 \x01(\v2\x18.wayfinder.v1.RunWebhookR\awebhook\x123\n" +
+	"\x06replay\x18\x18 \x01(\v2\x1b.wayfinder.v1.ReplayOptionsR\x06replay\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
 	"\t_headlessB\x1b\n" +
 	"\x19_screenshot_history_depthB\x11\n" +
-	"\x0f_min_confidence\"\xd3\x01\n" +
+	"\x0f_min_confidence\"X\n" +
+	"\rReplayOptions\x12,\n" +
+	"\x04mode\x18\x01 \x01(\x0e2\x18.wayfinder.v1.ReplayModeR\x04mode\x12\x19\n" +
+	"\btrace_id\x18\x02 \x01(\tR\atraceId\"\xcc\x03\n" +
+	"\fReplayReport\x12,\n" +
+	"\x04mode\x18\x01 \x01(\x0e2\x18.wayfinder.v1.ReplayModeR\x04mode\x125\n" +
+	"\aoutcome\x18\x02 \x01(\x0e2\x1b.wayfinder.v1.ReplayOutcomeR\aoutcome\x12\x19\n" +
+	"\btrace_id\x18\x03 \x01(\tR\atraceId\x12#\n" +
+	"\rtrace_version\x18\x04 \x01(\x05R\ftraceVersion\x12)\n" +
+	"\x10replayed_actions\x18\x05 \x01(\x05R\x0freplayedActions\x12+\n" +
+	"\x11relocated_actions\x18\x06 \x01(\x05R\x10relocatedActions\x12(\n" +
+	"\x10diverged_at_step\x18\a \x01(\x05R\x0edivergedAtStep\x12\x1e\n" +
+	"\n" +
+	"divergence\x18\b \x01(\tR\n" +
+	"divergence\x12*\n" +
+	"\x11model_calls_saved\x18\t \x01(\x05R\x0fmodelCallsSaved\x12!\n" +
+	"\ftokens_saved\x18\n" +
+	" \x01(\x03R\vtokensSaved\x12&\n" +
+	"\x0fhealed_trace_id\x18\v \x01(\tR\rhealedTraceId\"\xd3\x01\n" +
 	"\n" +
 	"Checkpoint\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
@@ -4849,7 +5207,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\aprofile\x18\b \x01(\tR\aprofile\"8\n" +
 	"\bViewport\x12\x14\n" +
 	"\x05width\x18\x01 \x01(\x05R\x05width\x12\x16\n" +
-	"\x06height\x18\x02 \x01(\x05R\x06height\"\x87\b\n" +
+	"\x06height\x18\x02 \x01(\x05R\x06height\"\xbb\b\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12/\n" +
 	"\x06params\x18\x02 \x01(\v2\x17.wayfinder.v1.RunParamsR\x06params\x12/\n" +
@@ -4878,7 +5236,8 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x10pending_approval\x18\x14 \x01(\v2\x1d.wayfinder.v1.ApprovalRequestR\x0fpendingApproval\x129\n" +
 	"\bcriteria\x18\x15 \x03(\v2\x1d.wayfinder.v1.IndicatorResultR\bcriteria\x122\n" +
 	"\btakeover\x18\x16 \x01(\v2\x16.wayfinder.v1.TakeoverR\btakeover\x12.\n" +
-	"\x06output\x18\x17 \x01(\v2\x16.google.protobuf.ValueR\x06output\"\xbb\x01\n" +
+	"\x06output\x18\x17 \x01(\v2\x16.google.protobuf.ValueR\x06output\x122\n" +
+	"\x06replay\x18\x18 \x01(\v2\x1a.wayfinder.v1.ReplayReportR\x06replay\"\xbb\x01\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12.\n" +
@@ -4988,7 +5347,7 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x11RUN_STATUS_FAILED\x10\x05\x12 \n" +
 	"\x1cRUN_STATUS_MAX_STEPS_REACHED\x10\x06\x12\x14\n" +
 	"\x10RUN_STATUS_ERROR\x10\a\x12\x18\n" +
-	"\x14RUN_STATUS_CANCELLED\x10\b*\x99\x04\n" +
+	"\x14RUN_STATUS_CANCELLED\x10\b*\xbd\x04\n" +
 	"\rErrorCategory\x12\x1e\n" +
 	"\x1aERROR_CATEGORY_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_CATEGORY_BROWSER_CRASH\x10\x01\x12%\n" +
@@ -5005,7 +5364,20 @@ const file_wayfinder_v1_run_proto_rawDesc = "" +
 	"\x1aERROR_CATEGORY_WORKER_LOST\x10\v\x12#\n" +
 	"\x1fERROR_CATEGORY_NAVIGATION_ERROR\x10\f\x12\x1b\n" +
 	"\x17ERROR_CATEGORY_INTERNAL\x10\r\x12\"\n" +
-	"\x1eERROR_CATEGORY_BUDGET_EXCEEDED\x10\x0e*\xaa\x01\n" +
+	"\x1eERROR_CATEGORY_BUDGET_EXCEEDED\x10\x0e\x12\"\n" +
+	"\x1eERROR_CATEGORY_REPLAY_DIVERGED\x10\x0f*l\n" +
+	"\n" +
+	"ReplayMode\x12\x1b\n" +
+	"\x17REPLAY_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fREPLAY_MODE_OFF\x10\x01\x12\x14\n" +
+	"\x10REPLAY_MODE_AUTO\x10\x02\x12\x16\n" +
+	"\x12REPLAY_MODE_STRICT\x10\x03*\xa1\x01\n" +
+	"\rReplayOutcome\x12\x1e\n" +
+	"\x1aREPLAY_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17REPLAY_OUTCOME_REPLAYED\x10\x01\x12\x19\n" +
+	"\x15REPLAY_OUTCOME_HEALED\x10\x02\x12\x1b\n" +
+	"\x17REPLAY_OUTCOME_DIVERGED\x10\x03\x12\x1b\n" +
+	"\x17REPLAY_OUTCOME_NO_TRACE\x10\x04*\xaa\x01\n" +
 	"\x15ApprovalTimeoutPolicy\x12'\n" +
 	"#APPROVAL_TIMEOUT_POLICY_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eAPPROVAL_TIMEOUT_POLICY_REJECT\x10\x01\x12 \n" +
@@ -5057,171 +5429,180 @@ func file_wayfinder_v1_run_proto_rawDescGZIP() []byte {
 	return file_wayfinder_v1_run_proto_rawDescData
 }
 
-var file_wayfinder_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_wayfinder_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_wayfinder_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_wayfinder_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_wayfinder_v1_run_proto_goTypes = []any{
 	(RunStatus)(0),                 // 0: wayfinder.v1.RunStatus
 	(ErrorCategory)(0),             // 1: wayfinder.v1.ErrorCategory
-	(ApprovalTimeoutPolicy)(0),     // 2: wayfinder.v1.ApprovalTimeoutPolicy
-	(ConsentPolicy)(0),             // 3: wayfinder.v1.ConsentPolicy
-	(JudgeStrategy)(0),             // 4: wayfinder.v1.JudgeStrategy
-	(BasicAuthStrategy)(0),         // 5: wayfinder.v1.BasicAuthStrategy
-	(RunEventType)(0),              // 6: wayfinder.v1.RunEventType
-	(*RunParams)(nil),              // 7: wayfinder.v1.RunParams
-	(*Checkpoint)(nil),             // 8: wayfinder.v1.Checkpoint
-	(*ApprovalSettings)(nil),       // 9: wayfinder.v1.ApprovalSettings
-	(*Indicator)(nil),              // 10: wayfinder.v1.Indicator
-	(*CompletionCriteria)(nil),     // 11: wayfinder.v1.CompletionCriteria
-	(*IndicatorResult)(nil),        // 12: wayfinder.v1.IndicatorResult
-	(*RunWebhook)(nil),             // 13: wayfinder.v1.RunWebhook
-	(*ApprovalRequest)(nil),        // 14: wayfinder.v1.ApprovalRequest
-	(*GovernanceConfig)(nil),       // 15: wayfinder.v1.GovernanceConfig
-	(*ModelSettings)(nil),          // 16: wayfinder.v1.ModelSettings
-	(*JudgeSettings)(nil),          // 17: wayfinder.v1.JudgeSettings
-	(*JudgeFrequency)(nil),         // 18: wayfinder.v1.JudgeFrequency
-	(*ToolDefinition)(nil),         // 19: wayfinder.v1.ToolDefinition
-	(*WebhookTool)(nil),            // 20: wayfinder.v1.WebhookTool
-	(*McpTool)(nil),                // 21: wayfinder.v1.McpTool
-	(*PromptRunner)(nil),           // 22: wayfinder.v1.PromptRunner
-	(*AuthConfig)(nil),             // 23: wayfinder.v1.AuthConfig
-	(*DomainAuthBinding)(nil),      // 24: wayfinder.v1.DomainAuthBinding
-	(*BasicAuth)(nil),              // 25: wayfinder.v1.BasicAuth
-	(*BearerAuth)(nil),             // 26: wayfinder.v1.BearerAuth
-	(*ApiKeyAuth)(nil),             // 27: wayfinder.v1.ApiKeyAuth
-	(*OAuthClientCredentials)(nil), // 28: wayfinder.v1.OAuthClientCredentials
-	(*CookieAuth)(nil),             // 29: wayfinder.v1.CookieAuth
-	(*Cookie)(nil),                 // 30: wayfinder.v1.Cookie
-	(*LocalStorageAuth)(nil),       // 31: wayfinder.v1.LocalStorageAuth
-	(*AuthCallback)(nil),           // 32: wayfinder.v1.AuthCallback
-	(*LoginScript)(nil),            // 33: wayfinder.v1.LoginScript
-	(*LoginStep)(nil),              // 34: wayfinder.v1.LoginStep
-	(*CallbackWebhook)(nil),        // 35: wayfinder.v1.CallbackWebhook
-	(*BrowserConfig)(nil),          // 36: wayfinder.v1.BrowserConfig
-	(*Viewport)(nil),               // 37: wayfinder.v1.Viewport
-	(*Run)(nil),                    // 38: wayfinder.v1.Run
-	(*Usage)(nil),                  // 39: wayfinder.v1.Usage
-	(*StepTimings)(nil),            // 40: wayfinder.v1.StepTimings
-	(*RunError)(nil),               // 41: wayfinder.v1.RunError
-	(*JudgeVerdict)(nil),           // 42: wayfinder.v1.JudgeVerdict
-	(*Step)(nil),                   // 43: wayfinder.v1.Step
-	(*PromptRun)(nil),              // 44: wayfinder.v1.PromptRun
-	(*ToolEvent)(nil),              // 45: wayfinder.v1.ToolEvent
-	(*BlockedRequest)(nil),         // 46: wayfinder.v1.BlockedRequest
-	(*Action)(nil),                 // 47: wayfinder.v1.Action
-	(*RunEvent)(nil),               // 48: wayfinder.v1.RunEvent
-	nil,                            // 49: wayfinder.v1.RunParams.LabelsEntry
-	nil,                            // 50: wayfinder.v1.WebhookTool.HeadersEntry
-	nil,                            // 51: wayfinder.v1.PromptRunner.HeadersEntry
-	nil,                            // 52: wayfinder.v1.LocalStorageAuth.EntriesEntry
-	nil,                            // 53: wayfinder.v1.CallbackWebhook.HeadersEntry
-	(*durationpb.Duration)(nil),    // 54: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 55: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),        // 56: google.protobuf.Struct
-	(*Takeover)(nil),               // 57: wayfinder.v1.Takeover
-	(*structpb.Value)(nil),         // 58: google.protobuf.Value
+	(ReplayMode)(0),                // 2: wayfinder.v1.ReplayMode
+	(ReplayOutcome)(0),             // 3: wayfinder.v1.ReplayOutcome
+	(ApprovalTimeoutPolicy)(0),     // 4: wayfinder.v1.ApprovalTimeoutPolicy
+	(ConsentPolicy)(0),             // 5: wayfinder.v1.ConsentPolicy
+	(JudgeStrategy)(0),             // 6: wayfinder.v1.JudgeStrategy
+	(BasicAuthStrategy)(0),         // 7: wayfinder.v1.BasicAuthStrategy
+	(RunEventType)(0),              // 8: wayfinder.v1.RunEventType
+	(*RunParams)(nil),              // 9: wayfinder.v1.RunParams
+	(*ReplayOptions)(nil),          // 10: wayfinder.v1.ReplayOptions
+	(*ReplayReport)(nil),           // 11: wayfinder.v1.ReplayReport
+	(*Checkpoint)(nil),             // 12: wayfinder.v1.Checkpoint
+	(*ApprovalSettings)(nil),       // 13: wayfinder.v1.ApprovalSettings
+	(*Indicator)(nil),              // 14: wayfinder.v1.Indicator
+	(*CompletionCriteria)(nil),     // 15: wayfinder.v1.CompletionCriteria
+	(*IndicatorResult)(nil),        // 16: wayfinder.v1.IndicatorResult
+	(*RunWebhook)(nil),             // 17: wayfinder.v1.RunWebhook
+	(*ApprovalRequest)(nil),        // 18: wayfinder.v1.ApprovalRequest
+	(*GovernanceConfig)(nil),       // 19: wayfinder.v1.GovernanceConfig
+	(*ModelSettings)(nil),          // 20: wayfinder.v1.ModelSettings
+	(*JudgeSettings)(nil),          // 21: wayfinder.v1.JudgeSettings
+	(*JudgeFrequency)(nil),         // 22: wayfinder.v1.JudgeFrequency
+	(*ToolDefinition)(nil),         // 23: wayfinder.v1.ToolDefinition
+	(*WebhookTool)(nil),            // 24: wayfinder.v1.WebhookTool
+	(*McpTool)(nil),                // 25: wayfinder.v1.McpTool
+	(*PromptRunner)(nil),           // 26: wayfinder.v1.PromptRunner
+	(*AuthConfig)(nil),             // 27: wayfinder.v1.AuthConfig
+	(*DomainAuthBinding)(nil),      // 28: wayfinder.v1.DomainAuthBinding
+	(*BasicAuth)(nil),              // 29: wayfinder.v1.BasicAuth
+	(*BearerAuth)(nil),             // 30: wayfinder.v1.BearerAuth
+	(*ApiKeyAuth)(nil),             // 31: wayfinder.v1.ApiKeyAuth
+	(*OAuthClientCredentials)(nil), // 32: wayfinder.v1.OAuthClientCredentials
+	(*CookieAuth)(nil),             // 33: wayfinder.v1.CookieAuth
+	(*Cookie)(nil),                 // 34: wayfinder.v1.Cookie
+	(*LocalStorageAuth)(nil),       // 35: wayfinder.v1.LocalStorageAuth
+	(*AuthCallback)(nil),           // 36: wayfinder.v1.AuthCallback
+	(*LoginScript)(nil),            // 37: wayfinder.v1.LoginScript
+	(*LoginStep)(nil),              // 38: wayfinder.v1.LoginStep
+	(*CallbackWebhook)(nil),        // 39: wayfinder.v1.CallbackWebhook
+	(*BrowserConfig)(nil),          // 40: wayfinder.v1.BrowserConfig
+	(*Viewport)(nil),               // 41: wayfinder.v1.Viewport
+	(*Run)(nil),                    // 42: wayfinder.v1.Run
+	(*Usage)(nil),                  // 43: wayfinder.v1.Usage
+	(*StepTimings)(nil),            // 44: wayfinder.v1.StepTimings
+	(*RunError)(nil),               // 45: wayfinder.v1.RunError
+	(*JudgeVerdict)(nil),           // 46: wayfinder.v1.JudgeVerdict
+	(*Step)(nil),                   // 47: wayfinder.v1.Step
+	(*PromptRun)(nil),              // 48: wayfinder.v1.PromptRun
+	(*ToolEvent)(nil),              // 49: wayfinder.v1.ToolEvent
+	(*BlockedRequest)(nil),         // 50: wayfinder.v1.BlockedRequest
+	(*Action)(nil),                 // 51: wayfinder.v1.Action
+	(*RunEvent)(nil),               // 52: wayfinder.v1.RunEvent
+	nil,                            // 53: wayfinder.v1.RunParams.LabelsEntry
+	nil,                            // 54: wayfinder.v1.WebhookTool.HeadersEntry
+	nil,                            // 55: wayfinder.v1.PromptRunner.HeadersEntry
+	nil,                            // 56: wayfinder.v1.LocalStorageAuth.EntriesEntry
+	nil,                            // 57: wayfinder.v1.CallbackWebhook.HeadersEntry
+	(*durationpb.Duration)(nil),    // 58: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 59: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),        // 60: google.protobuf.Struct
+	(*Takeover)(nil),               // 61: wayfinder.v1.Takeover
+	(*structpb.Value)(nil),         // 62: google.protobuf.Value
 }
 var file_wayfinder_v1_run_proto_depIdxs = []int32{
-	16, // 0: wayfinder.v1.RunParams.controller:type_name -> wayfinder.v1.ModelSettings
-	17, // 1: wayfinder.v1.RunParams.judge:type_name -> wayfinder.v1.JudgeSettings
-	19, // 2: wayfinder.v1.RunParams.tools:type_name -> wayfinder.v1.ToolDefinition
-	23, // 3: wayfinder.v1.RunParams.auth:type_name -> wayfinder.v1.AuthConfig
-	36, // 4: wayfinder.v1.RunParams.browser:type_name -> wayfinder.v1.BrowserConfig
-	49, // 5: wayfinder.v1.RunParams.labels:type_name -> wayfinder.v1.RunParams.LabelsEntry
-	22, // 6: wayfinder.v1.RunParams.prompt_runner:type_name -> wayfinder.v1.PromptRunner
-	15, // 7: wayfinder.v1.RunParams.governance:type_name -> wayfinder.v1.GovernanceConfig
-	8,  // 8: wayfinder.v1.RunParams.checkpoints:type_name -> wayfinder.v1.Checkpoint
-	9,  // 9: wayfinder.v1.RunParams.approval:type_name -> wayfinder.v1.ApprovalSettings
-	11, // 10: wayfinder.v1.RunParams.completion:type_name -> wayfinder.v1.CompletionCriteria
-	13, // 11: wayfinder.v1.RunParams.webhook:type_name -> wayfinder.v1.RunWebhook
-	54, // 12: wayfinder.v1.ApprovalSettings.timeout:type_name -> google.protobuf.Duration
-	2,  // 13: wayfinder.v1.ApprovalSettings.on_timeout:type_name -> wayfinder.v1.ApprovalTimeoutPolicy
-	10, // 14: wayfinder.v1.CompletionCriteria.success:type_name -> wayfinder.v1.Indicator
-	10, // 15: wayfinder.v1.CompletionCriteria.failure:type_name -> wayfinder.v1.Indicator
-	10, // 16: wayfinder.v1.CompletionCriteria.report:type_name -> wayfinder.v1.Indicator
-	10, // 17: wayfinder.v1.IndicatorResult.indicator:type_name -> wayfinder.v1.Indicator
-	55, // 18: wayfinder.v1.ApprovalRequest.request_time:type_name -> google.protobuf.Timestamp
-	55, // 19: wayfinder.v1.ApprovalRequest.answer_time:type_name -> google.protobuf.Timestamp
-	3,  // 20: wayfinder.v1.GovernanceConfig.consent:type_name -> wayfinder.v1.ConsentPolicy
-	4,  // 21: wayfinder.v1.JudgeSettings.strategy:type_name -> wayfinder.v1.JudgeStrategy
-	18, // 22: wayfinder.v1.JudgeSettings.frequency:type_name -> wayfinder.v1.JudgeFrequency
-	16, // 23: wayfinder.v1.JudgeSettings.model:type_name -> wayfinder.v1.ModelSettings
-	56, // 24: wayfinder.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
-	56, // 25: wayfinder.v1.ToolDefinition.output_schema:type_name -> google.protobuf.Struct
-	20, // 26: wayfinder.v1.ToolDefinition.webhook:type_name -> wayfinder.v1.WebhookTool
-	21, // 27: wayfinder.v1.ToolDefinition.mcp:type_name -> wayfinder.v1.McpTool
-	50, // 28: wayfinder.v1.WebhookTool.headers:type_name -> wayfinder.v1.WebhookTool.HeadersEntry
-	54, // 29: wayfinder.v1.WebhookTool.timeout:type_name -> google.protobuf.Duration
-	51, // 30: wayfinder.v1.PromptRunner.headers:type_name -> wayfinder.v1.PromptRunner.HeadersEntry
-	24, // 31: wayfinder.v1.AuthConfig.bindings:type_name -> wayfinder.v1.DomainAuthBinding
-	32, // 32: wayfinder.v1.AuthConfig.global_callback:type_name -> wayfinder.v1.AuthCallback
-	25, // 33: wayfinder.v1.DomainAuthBinding.basic:type_name -> wayfinder.v1.BasicAuth
-	26, // 34: wayfinder.v1.DomainAuthBinding.bearer:type_name -> wayfinder.v1.BearerAuth
-	27, // 35: wayfinder.v1.DomainAuthBinding.api_key:type_name -> wayfinder.v1.ApiKeyAuth
-	28, // 36: wayfinder.v1.DomainAuthBinding.oauth_client_credentials:type_name -> wayfinder.v1.OAuthClientCredentials
-	29, // 37: wayfinder.v1.DomainAuthBinding.cookie:type_name -> wayfinder.v1.CookieAuth
-	31, // 38: wayfinder.v1.DomainAuthBinding.local_storage:type_name -> wayfinder.v1.LocalStorageAuth
-	32, // 39: wayfinder.v1.DomainAuthBinding.custom_callback:type_name -> wayfinder.v1.AuthCallback
-	5,  // 40: wayfinder.v1.BasicAuth.strategy:type_name -> wayfinder.v1.BasicAuthStrategy
-	30, // 41: wayfinder.v1.CookieAuth.cookies:type_name -> wayfinder.v1.Cookie
-	55, // 42: wayfinder.v1.Cookie.expires:type_name -> google.protobuf.Timestamp
-	52, // 43: wayfinder.v1.LocalStorageAuth.entries:type_name -> wayfinder.v1.LocalStorageAuth.EntriesEntry
-	33, // 44: wayfinder.v1.AuthCallback.script:type_name -> wayfinder.v1.LoginScript
-	35, // 45: wayfinder.v1.AuthCallback.webhook:type_name -> wayfinder.v1.CallbackWebhook
-	34, // 46: wayfinder.v1.LoginScript.steps:type_name -> wayfinder.v1.LoginStep
-	53, // 47: wayfinder.v1.CallbackWebhook.headers:type_name -> wayfinder.v1.CallbackWebhook.HeadersEntry
-	54, // 48: wayfinder.v1.CallbackWebhook.timeout:type_name -> google.protobuf.Duration
-	37, // 49: wayfinder.v1.BrowserConfig.viewport:type_name -> wayfinder.v1.Viewport
-	54, // 50: wayfinder.v1.BrowserConfig.navigation_timeout:type_name -> google.protobuf.Duration
-	54, // 51: wayfinder.v1.BrowserConfig.action_timeout:type_name -> google.protobuf.Duration
-	54, // 52: wayfinder.v1.BrowserConfig.run_timeout:type_name -> google.protobuf.Duration
-	7,  // 53: wayfinder.v1.Run.params:type_name -> wayfinder.v1.RunParams
-	0,  // 54: wayfinder.v1.Run.status:type_name -> wayfinder.v1.RunStatus
-	55, // 55: wayfinder.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	55, // 56: wayfinder.v1.Run.start_time:type_name -> google.protobuf.Timestamp
-	55, // 57: wayfinder.v1.Run.end_time:type_name -> google.protobuf.Timestamp
-	41, // 58: wayfinder.v1.Run.error:type_name -> wayfinder.v1.RunError
-	42, // 59: wayfinder.v1.Run.final_verdict:type_name -> wayfinder.v1.JudgeVerdict
-	39, // 60: wayfinder.v1.Run.usage:type_name -> wayfinder.v1.Usage
-	14, // 61: wayfinder.v1.Run.pending_approval:type_name -> wayfinder.v1.ApprovalRequest
-	12, // 62: wayfinder.v1.Run.criteria:type_name -> wayfinder.v1.IndicatorResult
-	57, // 63: wayfinder.v1.Run.takeover:type_name -> wayfinder.v1.Takeover
-	58, // 64: wayfinder.v1.Run.output:type_name -> google.protobuf.Value
-	54, // 65: wayfinder.v1.StepTimings.snapshot:type_name -> google.protobuf.Duration
-	54, // 66: wayfinder.v1.StepTimings.model:type_name -> google.protobuf.Duration
-	54, // 67: wayfinder.v1.StepTimings.action:type_name -> google.protobuf.Duration
-	54, // 68: wayfinder.v1.StepTimings.judge:type_name -> google.protobuf.Duration
-	1,  // 69: wayfinder.v1.RunError.category:type_name -> wayfinder.v1.ErrorCategory
-	55, // 70: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
-	55, // 71: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
-	47, // 72: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
-	42, // 73: wayfinder.v1.Step.verdict:type_name -> wayfinder.v1.JudgeVerdict
-	41, // 74: wayfinder.v1.Step.error:type_name -> wayfinder.v1.RunError
-	46, // 75: wayfinder.v1.Step.blocked_requests:type_name -> wayfinder.v1.BlockedRequest
-	40, // 76: wayfinder.v1.Step.timings:type_name -> wayfinder.v1.StepTimings
-	39, // 77: wayfinder.v1.Step.usage:type_name -> wayfinder.v1.Usage
-	56, // 78: wayfinder.v1.PromptRun.request:type_name -> google.protobuf.Struct
-	56, // 79: wayfinder.v1.PromptRun.response:type_name -> google.protobuf.Struct
-	39, // 80: wayfinder.v1.PromptRun.usage:type_name -> wayfinder.v1.Usage
-	55, // 81: wayfinder.v1.PromptRun.start_time:type_name -> google.protobuf.Timestamp
-	54, // 82: wayfinder.v1.PromptRun.latency:type_name -> google.protobuf.Duration
-	55, // 83: wayfinder.v1.BlockedRequest.time:type_name -> google.protobuf.Timestamp
-	56, // 84: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
-	54, // 85: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
-	56, // 86: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
-	55, // 87: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
-	6,  // 88: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
-	0,  // 89: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
-	43, // 90: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
-	38, // 91: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
-	45, // 92: wayfinder.v1.RunEvent.tool:type_name -> wayfinder.v1.ToolEvent
-	42, // 93: wayfinder.v1.RunEvent.verdict:type_name -> wayfinder.v1.JudgeVerdict
-	14, // 94: wayfinder.v1.RunEvent.approval:type_name -> wayfinder.v1.ApprovalRequest
-	57, // 95: wayfinder.v1.RunEvent.takeover:type_name -> wayfinder.v1.Takeover
-	96, // [96:96] is the sub-list for method output_type
-	96, // [96:96] is the sub-list for method input_type
-	96, // [96:96] is the sub-list for extension type_name
-	96, // [96:96] is the sub-list for extension extendee
-	0,  // [0:96] is the sub-list for field type_name
+	20,  // 0: wayfinder.v1.RunParams.controller:type_name -> wayfinder.v1.ModelSettings
+	21,  // 1: wayfinder.v1.RunParams.judge:type_name -> wayfinder.v1.JudgeSettings
+	23,  // 2: wayfinder.v1.RunParams.tools:type_name -> wayfinder.v1.ToolDefinition
+	27,  // 3: wayfinder.v1.RunParams.auth:type_name -> wayfinder.v1.AuthConfig
+	40,  // 4: wayfinder.v1.RunParams.browser:type_name -> wayfinder.v1.BrowserConfig
+	53,  // 5: wayfinder.v1.RunParams.labels:type_name -> wayfinder.v1.RunParams.LabelsEntry
+	26,  // 6: wayfinder.v1.RunParams.prompt_runner:type_name -> wayfinder.v1.PromptRunner
+	19,  // 7: wayfinder.v1.RunParams.governance:type_name -> wayfinder.v1.GovernanceConfig
+	12,  // 8: wayfinder.v1.RunParams.checkpoints:type_name -> wayfinder.v1.Checkpoint
+	13,  // 9: wayfinder.v1.RunParams.approval:type_name -> wayfinder.v1.ApprovalSettings
+	15,  // 10: wayfinder.v1.RunParams.completion:type_name -> wayfinder.v1.CompletionCriteria
+	17,  // 11: wayfinder.v1.RunParams.webhook:type_name -> wayfinder.v1.RunWebhook
+	10,  // 12: wayfinder.v1.RunParams.replay:type_name -> wayfinder.v1.ReplayOptions
+	2,   // 13: wayfinder.v1.ReplayOptions.mode:type_name -> wayfinder.v1.ReplayMode
+	2,   // 14: wayfinder.v1.ReplayReport.mode:type_name -> wayfinder.v1.ReplayMode
+	3,   // 15: wayfinder.v1.ReplayReport.outcome:type_name -> wayfinder.v1.ReplayOutcome
+	58,  // 16: wayfinder.v1.ApprovalSettings.timeout:type_name -> google.protobuf.Duration
+	4,   // 17: wayfinder.v1.ApprovalSettings.on_timeout:type_name -> wayfinder.v1.ApprovalTimeoutPolicy
+	14,  // 18: wayfinder.v1.CompletionCriteria.success:type_name -> wayfinder.v1.Indicator
+	14,  // 19: wayfinder.v1.CompletionCriteria.failure:type_name -> wayfinder.v1.Indicator
+	14,  // 20: wayfinder.v1.CompletionCriteria.report:type_name -> wayfinder.v1.Indicator
+	14,  // 21: wayfinder.v1.IndicatorResult.indicator:type_name -> wayfinder.v1.Indicator
+	59,  // 22: wayfinder.v1.ApprovalRequest.request_time:type_name -> google.protobuf.Timestamp
+	59,  // 23: wayfinder.v1.ApprovalRequest.answer_time:type_name -> google.protobuf.Timestamp
+	5,   // 24: wayfinder.v1.GovernanceConfig.consent:type_name -> wayfinder.v1.ConsentPolicy
+	6,   // 25: wayfinder.v1.JudgeSettings.strategy:type_name -> wayfinder.v1.JudgeStrategy
+	22,  // 26: wayfinder.v1.JudgeSettings.frequency:type_name -> wayfinder.v1.JudgeFrequency
+	20,  // 27: wayfinder.v1.JudgeSettings.model:type_name -> wayfinder.v1.ModelSettings
+	60,  // 28: wayfinder.v1.ToolDefinition.input_schema:type_name -> google.protobuf.Struct
+	60,  // 29: wayfinder.v1.ToolDefinition.output_schema:type_name -> google.protobuf.Struct
+	24,  // 30: wayfinder.v1.ToolDefinition.webhook:type_name -> wayfinder.v1.WebhookTool
+	25,  // 31: wayfinder.v1.ToolDefinition.mcp:type_name -> wayfinder.v1.McpTool
+	54,  // 32: wayfinder.v1.WebhookTool.headers:type_name -> wayfinder.v1.WebhookTool.HeadersEntry
+	58,  // 33: wayfinder.v1.WebhookTool.timeout:type_name -> google.protobuf.Duration
+	55,  // 34: wayfinder.v1.PromptRunner.headers:type_name -> wayfinder.v1.PromptRunner.HeadersEntry
+	28,  // 35: wayfinder.v1.AuthConfig.bindings:type_name -> wayfinder.v1.DomainAuthBinding
+	36,  // 36: wayfinder.v1.AuthConfig.global_callback:type_name -> wayfinder.v1.AuthCallback
+	29,  // 37: wayfinder.v1.DomainAuthBinding.basic:type_name -> wayfinder.v1.BasicAuth
+	30,  // 38: wayfinder.v1.DomainAuthBinding.bearer:type_name -> wayfinder.v1.BearerAuth
+	31,  // 39: wayfinder.v1.DomainAuthBinding.api_key:type_name -> wayfinder.v1.ApiKeyAuth
+	32,  // 40: wayfinder.v1.DomainAuthBinding.oauth_client_credentials:type_name -> wayfinder.v1.OAuthClientCredentials
+	33,  // 41: wayfinder.v1.DomainAuthBinding.cookie:type_name -> wayfinder.v1.CookieAuth
+	35,  // 42: wayfinder.v1.DomainAuthBinding.local_storage:type_name -> wayfinder.v1.LocalStorageAuth
+	36,  // 43: wayfinder.v1.DomainAuthBinding.custom_callback:type_name -> wayfinder.v1.AuthCallback
+	7,   // 44: wayfinder.v1.BasicAuth.strategy:type_name -> wayfinder.v1.BasicAuthStrategy
+	34,  // 45: wayfinder.v1.CookieAuth.cookies:type_name -> wayfinder.v1.Cookie
+	59,  // 46: wayfinder.v1.Cookie.expires:type_name -> google.protobuf.Timestamp
+	56,  // 47: wayfinder.v1.LocalStorageAuth.entries:type_name -> wayfinder.v1.LocalStorageAuth.EntriesEntry
+	37,  // 48: wayfinder.v1.AuthCallback.script:type_name -> wayfinder.v1.LoginScript
+	39,  // 49: wayfinder.v1.AuthCallback.webhook:type_name -> wayfinder.v1.CallbackWebhook
+	38,  // 50: wayfinder.v1.LoginScript.steps:type_name -> wayfinder.v1.LoginStep
+	57,  // 51: wayfinder.v1.CallbackWebhook.headers:type_name -> wayfinder.v1.CallbackWebhook.HeadersEntry
+	58,  // 52: wayfinder.v1.CallbackWebhook.timeout:type_name -> google.protobuf.Duration
+	41,  // 53: wayfinder.v1.BrowserConfig.viewport:type_name -> wayfinder.v1.Viewport
+	58,  // 54: wayfinder.v1.BrowserConfig.navigation_timeout:type_name -> google.protobuf.Duration
+	58,  // 55: wayfinder.v1.BrowserConfig.action_timeout:type_name -> google.protobuf.Duration
+	58,  // 56: wayfinder.v1.BrowserConfig.run_timeout:type_name -> google.protobuf.Duration
+	9,   // 57: wayfinder.v1.Run.params:type_name -> wayfinder.v1.RunParams
+	0,   // 58: wayfinder.v1.Run.status:type_name -> wayfinder.v1.RunStatus
+	59,  // 59: wayfinder.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	59,  // 60: wayfinder.v1.Run.start_time:type_name -> google.protobuf.Timestamp
+	59,  // 61: wayfinder.v1.Run.end_time:type_name -> google.protobuf.Timestamp
+	45,  // 62: wayfinder.v1.Run.error:type_name -> wayfinder.v1.RunError
+	46,  // 63: wayfinder.v1.Run.final_verdict:type_name -> wayfinder.v1.JudgeVerdict
+	43,  // 64: wayfinder.v1.Run.usage:type_name -> wayfinder.v1.Usage
+	18,  // 65: wayfinder.v1.Run.pending_approval:type_name -> wayfinder.v1.ApprovalRequest
+	16,  // 66: wayfinder.v1.Run.criteria:type_name -> wayfinder.v1.IndicatorResult
+	61,  // 67: wayfinder.v1.Run.takeover:type_name -> wayfinder.v1.Takeover
+	62,  // 68: wayfinder.v1.Run.output:type_name -> google.protobuf.Value
+	11,  // 69: wayfinder.v1.Run.replay:type_name -> wayfinder.v1.ReplayReport
+	58,  // 70: wayfinder.v1.StepTimings.snapshot:type_name -> google.protobuf.Duration
+	58,  // 71: wayfinder.v1.StepTimings.model:type_name -> google.protobuf.Duration
+	58,  // 72: wayfinder.v1.StepTimings.action:type_name -> google.protobuf.Duration
+	58,  // 73: wayfinder.v1.StepTimings.judge:type_name -> google.protobuf.Duration
+	1,   // 74: wayfinder.v1.RunError.category:type_name -> wayfinder.v1.ErrorCategory
+	59,  // 75: wayfinder.v1.Step.start_time:type_name -> google.protobuf.Timestamp
+	59,  // 76: wayfinder.v1.Step.end_time:type_name -> google.protobuf.Timestamp
+	51,  // 77: wayfinder.v1.Step.actions:type_name -> wayfinder.v1.Action
+	46,  // 78: wayfinder.v1.Step.verdict:type_name -> wayfinder.v1.JudgeVerdict
+	45,  // 79: wayfinder.v1.Step.error:type_name -> wayfinder.v1.RunError
+	50,  // 80: wayfinder.v1.Step.blocked_requests:type_name -> wayfinder.v1.BlockedRequest
+	44,  // 81: wayfinder.v1.Step.timings:type_name -> wayfinder.v1.StepTimings
+	43,  // 82: wayfinder.v1.Step.usage:type_name -> wayfinder.v1.Usage
+	60,  // 83: wayfinder.v1.PromptRun.request:type_name -> google.protobuf.Struct
+	60,  // 84: wayfinder.v1.PromptRun.response:type_name -> google.protobuf.Struct
+	43,  // 85: wayfinder.v1.PromptRun.usage:type_name -> wayfinder.v1.Usage
+	59,  // 86: wayfinder.v1.PromptRun.start_time:type_name -> google.protobuf.Timestamp
+	58,  // 87: wayfinder.v1.PromptRun.latency:type_name -> google.protobuf.Duration
+	59,  // 88: wayfinder.v1.BlockedRequest.time:type_name -> google.protobuf.Timestamp
+	60,  // 89: wayfinder.v1.Action.arguments:type_name -> google.protobuf.Struct
+	58,  // 90: wayfinder.v1.Action.duration:type_name -> google.protobuf.Duration
+	60,  // 91: wayfinder.v1.Action.result:type_name -> google.protobuf.Struct
+	59,  // 92: wayfinder.v1.RunEvent.time:type_name -> google.protobuf.Timestamp
+	8,   // 93: wayfinder.v1.RunEvent.type:type_name -> wayfinder.v1.RunEventType
+	0,   // 94: wayfinder.v1.RunEvent.status:type_name -> wayfinder.v1.RunStatus
+	47,  // 95: wayfinder.v1.RunEvent.step:type_name -> wayfinder.v1.Step
+	42,  // 96: wayfinder.v1.RunEvent.run:type_name -> wayfinder.v1.Run
+	49,  // 97: wayfinder.v1.RunEvent.tool:type_name -> wayfinder.v1.ToolEvent
+	46,  // 98: wayfinder.v1.RunEvent.verdict:type_name -> wayfinder.v1.JudgeVerdict
+	18,  // 99: wayfinder.v1.RunEvent.approval:type_name -> wayfinder.v1.ApprovalRequest
+	61,  // 100: wayfinder.v1.RunEvent.takeover:type_name -> wayfinder.v1.Takeover
+	101, // [101:101] is the sub-list for method output_type
+	101, // [101:101] is the sub-list for method input_type
+	101, // [101:101] is the sub-list for extension type_name
+	101, // [101:101] is the sub-list for extension extendee
+	0,   // [0:101] is the sub-list for field type_name
 }
 
 func init() { file_wayfinder_v1_run_proto_init() }
@@ -5231,28 +5612,28 @@ func file_wayfinder_v1_run_proto_init() {
 	}
 	file_wayfinder_v1_live_service_proto_init()
 	file_wayfinder_v1_run_proto_msgTypes[0].OneofWrappers = []any{}
-	file_wayfinder_v1_run_proto_msgTypes[3].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[5].OneofWrappers = []any{
 		(*Indicator_UrlPattern)(nil),
 		(*Indicator_TitlePattern)(nil),
 		(*Indicator_TextPresent)(nil),
 		(*Indicator_ElementPresent)(nil),
 		(*Indicator_JsExpression)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[9].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[11].OneofWrappers = []any{
 		(*ModelSettings_PromptText)(nil),
 		(*ModelSettings_PromptRef)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[11].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[13].OneofWrappers = []any{
 		(*JudgeFrequency_EveryStep)(nil),
 		(*JudgeFrequency_EveryNSteps)(nil),
 		(*JudgeFrequency_OnStagnation)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[12].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[14].OneofWrappers = []any{
 		(*ToolDefinition_Webhook)(nil),
 		(*ToolDefinition_CatalogRef)(nil),
 		(*ToolDefinition_Mcp)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[17].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[19].OneofWrappers = []any{
 		(*DomainAuthBinding_Basic)(nil),
 		(*DomainAuthBinding_Bearer)(nil),
 		(*DomainAuthBinding_ApiKey)(nil),
@@ -5261,11 +5642,11 @@ func file_wayfinder_v1_run_proto_init() {
 		(*DomainAuthBinding_LocalStorage)(nil),
 		(*DomainAuthBinding_CustomCallback)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[25].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[27].OneofWrappers = []any{
 		(*AuthCallback_Script)(nil),
 		(*AuthCallback_Webhook)(nil),
 	}
-	file_wayfinder_v1_run_proto_msgTypes[41].OneofWrappers = []any{
+	file_wayfinder_v1_run_proto_msgTypes[43].OneofWrappers = []any{
 		(*RunEvent_Step)(nil),
 		(*RunEvent_Run)(nil),
 		(*RunEvent_Tool)(nil),
@@ -5278,8 +5659,8 @@ func file_wayfinder_v1_run_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wayfinder_v1_run_proto_rawDesc), len(file_wayfinder_v1_run_proto_rawDesc)),
-			NumEnums:      7,
-			NumMessages:   47,
+			NumEnums:      9,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
