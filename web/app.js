@@ -1,13 +1,15 @@
 // The dashboard's entry point: a hash router (#/ is the runs list,
 // #/runs/{id} a run, #/runs/{id}/prompt-runs its model calls,
-// #/suite-runs the suite runs, #/suite-runs/{id} one), the header's
-// sections and the API key prompt.
+// #/suite-runs the suite runs, #/suite-runs/{id} one, #/traces the
+// replayable traces, #/traces/{id} one), the header's sections and the
+// API key prompt.
 
 import { apiKey, onAuthNeeded, POLL_MS, setAPIKey } from './api.js';
 import { h } from './dom.js';
 import { runsView } from './runs.js';
 import { runView } from './run.js';
 import { suiteRunsView, suiteRunView } from './suites.js';
+import { tracesView, traceView } from './traces.js';
 
 const main = document.getElementById('main');
 const liveEl = document.getElementById('live');
@@ -22,10 +24,13 @@ let view = null;
 // The header's sections, after the brand.
 const sections = h('nav', { class: 'sections', 'aria-label': 'Sections' },
   h('a', { href: '#/', dataset: { section: 'runs' }, text: 'Runs' }),
-  h('a', { href: '#/suite-runs', dataset: { section: 'suites' }, text: 'Suites' }));
+  h('a', { href: '#/suite-runs', dataset: { section: 'suites' }, text: 'Suites' }),
+  h('a', { href: '#/traces', dataset: { section: 'traces' }, text: 'Traces' }));
 document.querySelector('header.top .brand').after(sections);
 
-const TITLES = { runs: 'Runs', run: 'Run', 'suite-runs': 'Suite runs', 'suite-run': 'Suite run' };
+const TITLES = {
+  runs: 'Runs', run: 'Run', 'suite-runs': 'Suite runs', 'suite-run': 'Suite run', traces: 'Traces', trace: 'Trace',
+};
 
 const MODES = {
   live: 'live',
@@ -39,7 +44,8 @@ function setMode(mode) {
 }
 
 // route parses the hash: {name: "runs", query}, {name: "run", id, tab},
-// {name: "suite-runs", query} or {name: "suite-run", id}.
+// {name: "suite-runs", query}, {name: "suite-run", id}, {name: "traces",
+// query} or {name: "trace", id}.
 function route() {
   const hash = location.hash.replace(/^#/, '') || '/';
   const [path, qs] = hash.split('?');
@@ -48,6 +54,9 @@ function route() {
   const s = /^\/suite-runs(?:\/([^/]+))?\/?$/.exec(path);
   if (s?.[1]) return { name: 'suite-run', id: decodeURIComponent(s[1]) };
   if (s) return { name: 'suite-runs', query: new URLSearchParams(qs || '') };
+  const tr = /^\/traces(?:\/([^/]+))?\/?$/.exec(path);
+  if (tr?.[1]) return { name: 'trace', id: decodeURIComponent(tr[1]) };
+  if (tr) return { name: 'traces', query: new URLSearchParams(qs || '') };
   return { name: 'runs', query: new URLSearchParams(qs || '') };
 }
 
@@ -61,10 +70,12 @@ function render() {
   if (r.name === 'run') view = runView(r.id, r.tab);
   else if (r.name === 'suite-run') view = suiteRunView(r.id);
   else if (r.name === 'suite-runs') view = suiteRunsView(r.query, { setMode });
+  else if (r.name === 'trace') view = traceView(r.id);
+  else if (r.name === 'traces') view = tracesView(r.query, { setMode });
   else view = runsView(r.query, { setMode });
   main.replaceChildren(view.el);
   document.title = `${TITLES[r.name]} · Wayfinder`;
-  const section = r.name.startsWith('suite') ? 'suites' : 'runs';
+  const section = r.name.startsWith('suite') ? 'suites' : r.name.startsWith('trace') ? 'traces' : 'runs';
   for (const a of sections.children) a.setAttribute('aria-current', String(a.dataset.section === section));
 }
 

@@ -1,5 +1,5 @@
-// A run: its header (status, timings, usage, result, approval, cancel),
-// its live step timeline and its prompt runs.
+// A run: its header (status, timings, usage, result, replay, approval,
+// cancel), its live step timeline and its prompt runs.
 
 import { call, followRun, listAll, reportBug, runPath } from './api.js';
 import {
@@ -44,7 +44,8 @@ export function runView(id, tab) {
   const message = h('p', { class: 'message', hidden: true });
   const timeline = h('ol', { class: 'timeline', 'aria-live': 'polite' });
   const waiting = h('p', { class: 'empty', text: 'No steps yet.' });
-  const stepsTab = h('div', { class: 'tab-steps' }, timeline, waiting);
+  const actorCounts = h('p', { class: 'actor-counts', hidden: true });
+  const stepsTab = h('div', { class: 'tab-steps' }, actorCounts, timeline, waiting);
   const promptsTab = h('div', { class: 'tab-prompts' });
   const tabLink = (name, label, href) => h('a', { class: 'tab', href, dataset: { tab: name }, text: label });
   const tabs = h('nav', { class: 'tabs' },
@@ -105,11 +106,27 @@ export function runView(id, tab) {
         h('strong', { text: enumLabel(run.error.category, 'ERROR_CATEGORY_') || 'error' }),
         run.error.step_number ? ` (step ${run.error.step_number})` : '', ': ',
         h('span', { class: 'error-message', text: run.error.message || '' })) : null,
+      run.replay ? replayPanel(run.replay) : null,
       run.summary ? h('div', { class: 'summary' }, h('h2', { text: 'Summary' }), h('p', { text: run.summary })) : null,
       run.final_verdict ? h('div', { class: 'final-verdict' }, h('h2', { text: 'Final verdict' }), verdictLine(run.final_verdict)) : null,
       run.criteria?.length ? criteriaTable(run.criteria) : null);
     renderApproval();
     renderLive();
+    renderCounts();
+  }
+
+  // renderCounts says how many finished steps a replay took and how many
+  // the model (and a person) took, for a run that replays or replayed.
+  function renderCounts() {
+    const by = { replay: 0, model: 0, human: 0 };
+    for (const li of items.values()) {
+      if (!li.classList.contains('in-progress') && li.dataset.actor in by) by[li.dataset.actor]++;
+    }
+    actorCounts.hidden = !run?.replay && by.replay === 0;
+    replace(actorCounts,
+      h('span', { class: 'count', dataset: { actor: 'replay' }, text: `${by.replay} replayed` }), ' · ',
+      h('span', { class: 'count', dataset: { actor: 'model' }, text: `${by.model} by the model` }),
+      by.human ? [' · ', h('span', { class: 'count', dataset: { actor: 'human' }, text: `${by.human} by a person` })] : null);
   }
 
   // --- live view ----------------------------------------------------------
@@ -238,6 +255,7 @@ export function runView(id, tab) {
     else insertInOrder(step.number, li);
     items.set(step.number, li);
     waiting.hidden = true;
+    if (run) renderCounts();
   }
 
   function insertInOrder(number, li) {
@@ -364,9 +382,42 @@ export function runView(id, tab) {
   };
 }
 
+const REPLAY_OUTCOMES = {
+  REPLAY_OUTCOME_REPLAYED: 'every action of the trace ran without the model',
+  REPLAY_OUTCOME_HEALED: 'the page had changed: the model took over and the run recorded a healed trace',
+  REPLAY_OUTCOME_DIVERGED: 'the page had changed and the strict replay stopped',
+  REPLAY_OUTCOME_NO_TRACE: 'the task had no trace: the model ran it and it recorded one',
+};
+
+const traceHref = (id) => `#/traces/${encodeURIComponent(id)}`;
+
+// replayPanel shows what a run's replay did (Run.replay): its mode and
+// outcome, the trace it followed, the actions it replayed and relocated,
+// where it diverged, what it saved and the trace it healed into.
+function replayPanel(r) {
+  const outcome = r.outcome || 'REPLAY_OUTCOME_UNSPECIFIED';
+  const replayed = num(r.replayed_actions);
+  const relocated = num(r.relocated_actions);
+  const facts = [
+    ['Mode', h('span', { class: 'replay-mode', text: enumLabel(r.mode, 'REPLAY_MODE_') || 'off' })],
+    r.trace_id ? ['Trace', h('a', { class: 'replay-trace', href: traceHref(r.trace_id), text: `trace ${r.trace_id.slice(0, 8)} · v${num(r.trace_version)}` })] : null,
+    r.trace_id ? ['Actions', h('span', { class: 'replay-actions', text: `${replayed} replayed` + (relocated ? ` · ${relocated} relocated` : '') })] : null,
+    num(r.diverged_at_step) ? ['Diverged', h('span', { class: 'replay-divergence' },
+      h('strong', { class: 'diverged-step', text: `at step ${num(r.diverged_at_step)}` }),
+      r.divergence ? [': ', h('span', { class: 'divergence', text: r.divergence })] : null)] : null,
+    r.trace_id ? ['Saved', h('span', { class: 'replay-saved', text: `${num(r.model_calls_saved)} model call${num(r.model_calls_saved) === 1 ? '' : 's'} · ${fmtTokens(r.tokens_saved)} tokens` })] : null,
+    r.healed_trace_id ? ['Healed trace', h('a', { class: 'healed-trace', href: traceHref(r.healed_trace_id), text: `trace ${r.healed_trace_id.slice(0, 8)}` })] : null,
+  ].filter(Boolean);
+  return h('section', { class: 'replay', dataset: { outcome } },
+    h('h2', {}, 'Replay ', h('span', { class: 'badge replay-outcome', dataset: { outcome }, text: enumLabel(outcome, 'REPLAY_OUTCOME_') || 'unknown' })),
+    REPLAY_OUTCOMES[outcome] ? h('p', { class: 'note', text: REPLAY_OUTCOMES[outcome] }) : null,
+    h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)])));
+}
+
 const CONDITIONS = ['url_pattern', 'title_pattern', 'text_present', 'element_present', 'js_expression'];
 
-function criteriaTable(criteria) {
+// criteriaTable shows completion indicators' results (IndicatorResult).
+export function criteriaTable(criteria) {
   return h('div', { class: 'criteria' },
     h('h2', { text: 'Completion criteria' }),
     h('table', {},

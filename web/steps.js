@@ -6,9 +6,24 @@ import {
 import { thumbnail } from './media.js';
 import { verdictLine } from './verdict.js';
 
-// stepCard renders a recorded step: screenshot, page, the model's
-// reasoning, its actions and their outcomes, the judge's verdict, errors
-// and refused requests.
+// ACTORS say who decided a step, for its badge: the model, a replay of a
+// recorded trace (no model call), a person at the browser (a takeover) or
+// the service itself.
+const ACTORS = {
+  model: 'the model decided this step',
+  replay: 'replayed from a recorded trace, without a model call',
+  human: 'a person took this step (takeover)',
+  system: 'the service took this step',
+};
+
+// actorBadge names who decided a step.
+function actorBadge(actor) {
+  return h('span', { class: 'badge actor', dataset: { actor }, title: ACTORS[actor] || '', text: actor });
+}
+
+// stepCard renders a recorded step: who decided it, screenshot, page, the
+// model's reasoning, its actions and their outcomes, the judge's verdict,
+// errors and refused requests.
 export function stepCard(s) {
   const start = timeMs(s.start_time);
   const end = timeMs(s.end_time);
@@ -16,17 +31,17 @@ export function stepCard(s) {
   const tokens = num(u.input_tokens) + num(u.output_tokens);
   const head = [
     h('span', { class: 'step-number', text: `Step ${s.number}` }),
-    s.actor && s.actor !== 'model'
-      ? h('span', { class: 'badge actor', text: s.actor === 'human' ? 'by a person' : s.actor }) : null,
+    actorBadge(s.actor || 'model'),
     h('span', { class: 'when', text: fmtTime(s.start_time) }),
     start !== null && end !== null ? h('span', { class: 'took', text: fmtDuration(end - start) }) : null,
     tokens ? h('span', { class: 'usage', text: `${fmtTokens(tokens)} tokens · ${fmtCost(u.cost_usd)}` }) : null,
     timings(s.timings),
   ];
-  // A person's turn at the browser (a takeover) stands apart from the
-  // model's steps.
-  const human = s.actor === 'human';
-  return h('li', { class: human ? 'step human' : 'step', dataset: { step: String(s.number), actor: s.actor || 'model' } },
+  // A person's turn at the browser (a takeover) and a replayed step stand
+  // apart from the model's steps.
+  const actor = s.actor || 'model';
+  const cls = actor === 'human' || actor === 'replay' ? `step ${actor}` : 'step';
+  return h('li', { class: cls, dataset: { step: String(s.number), actor } },
     h('div', { class: 'step-head' }, head),
     h('div', { class: 'step-body' },
       s.screenshot_media_id
