@@ -123,6 +123,10 @@ type run struct {
 	tr      []trace.Action
 	acting  *browser.Snapshot
 	noTrace string
+	// rp is the run's replay, nil when it follows none; ctrl is what its
+	// controller calls spent.
+	rp   *replayState
+	ctrl trace.Usage
 }
 
 // observation is the page as the controller and the judge see it.
@@ -202,6 +206,9 @@ func (r *Runner) newRun(ctx context.Context, b Browser, p Params, sink Sink) (*r
 	}
 	if p.FirstStep > 1 {
 		ru.stopTrace("the run was resumed: the actions of its earlier steps are not at hand")
+	}
+	if p.Replay != nil && p.Replay.Trace != nil {
+		ru.rp = &replayState{p: *p.Replay, following: true}
 	}
 	policy := llm.DefaultRetryPolicy()
 	if r.Retry != nil {
@@ -339,6 +346,11 @@ func (ru *run) result(res Result) Result {
 		res.Verdict = ru.verdict
 	}
 	res.Trace = ru.finalTrace(res)
+	if ru.rp != nil {
+		r := ru.rp.report
+		r.Controller = ru.ctrl
+		res.Replay = &r
+	}
 	if ru.obs != nil {
 		res.FinalURL, res.FinalScreenshot = ru.obs.url, ru.obs.png
 	}
@@ -603,13 +615,32 @@ func (ru *run) recover(cause error) (Result, bool) {
 // true when the run ends with res.
 func (ru *run) turn() (res Result, done bool, err error) {
 	ru.askedAt = time.Now()
-	resp, fail := ru.ask()
-	if fail != nil {
-		return *fail, true, nil
+	var resp *llm.Response
+	if ru.replaying() {
+		var d *divergence
+		if resp, d = ru.replayAnswer(); d != nil {
+			if ru.ctx.Err() != nil {
+				return Result{Status: StatusInterrupted}, true, nil
+			}
+			if r, done := ru.diverge(d); done {
+				return r, true, nil
+			}
+		} else {
+			ru.rec.Actor = ActorReplay
+		}
+	}
+	if resp == nil {
+		var fail *Result
+		if resp, fail = ru.ask(); fail != nil {
+			return *fail, true, nil
+		}
 	}
 	ru.rec.Reasoning = strings.TrimSpace(resp.Text)
 	t := turn{assistant: assistantMessage(resp)}
 	out := ru.execute(resp.ToolCalls, &t)
+	if ru.rec.Actor == ActorReplay {
+		ru.rp.failed = ru.replayOutcome()
+	}
 	if out.interrupted {
 		ru.answerUnanswered(&t, resp.ToolCalls, "not executed: the run was interrupted")
 		return Result{Status: StatusInterrupted}, true, nil
@@ -699,7 +730,8 @@ func (ru *run) turn() (res Result, done bool, err error) {
 	ru.conv.turns = append(ru.conv.turns, t)
 	ru.attachObservation(&ru.conv.turns[len(ru.conv.turns)-1])
 
-	if out.forceJudge || ru.p.JudgeFrequency.Due(ru.judgeContext(nil)) {
+	// A replayed step is on a known path: the judge looks at its end.
+	if ru.rec.Actor != ActorReplay && (out.forceJudge || ru.p.JudgeFrequency.Due(ru.judgeContext(nil))) {
 		v, jerr := ru.evaluate(nil)
 		if jerr != nil {
 			return ru.judgeFailed(jerr), true, nil
@@ -1418,6 +1450,12 @@ func (rc *recorder) Complete(ctx context.Context, req *llm.Request) (*llm.Respon
 		pr.CostUSD, _ = ru.p.Prices.Cost(pr.Provider, pr.Model, resp.Usage)
 		ru.usage = ru.usage.Add(resp.Usage)
 		ru.cost += pr.CostUSD
+		if rc.role == RoleController {
+			ru.ctrl.Calls++
+			ru.ctrl.InputTokens += int64(resp.Usage.InputTokens)
+			ru.ctrl.OutputTokens += int64(resp.Usage.OutputTokens)
+			ru.ctrl.CostUSD += pr.CostUSD
+		}
 		if ru.rec != nil {
 			ru.rec.Usage = ru.rec.Usage.Add(resp.Usage)
 			ru.rec.CostUSD += pr.CostUSD

@@ -109,6 +109,12 @@ func (ru *run) finalTrace(res Result) *trace.Trace {
 	t := &trace.Trace{Format: trace.FormatVersion, Goal: ru.p.Goal, StartURL: ru.p.StartURL,
 		Actions: append([]trace.Action{}, ru.tr...)}
 	t.Final.Reason = res.Reason
+	// What a model-driven run of the path costs: this run's controller
+	// calls, or for a healed replay those of the path it healed.
+	t.Model = ru.ctrl
+	if ru.rp != nil {
+		t.Model = ru.rp.p.Trace.Model
+	}
 	if ru.obs != nil {
 		t.Final.URL, t.Final.Page = ru.obs.url, trace.PageSignature(ru.obs.snap)
 	}

@@ -147,6 +147,9 @@ type Params struct {
 	// did is recorded as a step by actor "human" and told to the model.
 	// Default none.
 	Takeover Takeover
+	// Replay, when set, follows a recorded trace without the controller
+	// until the page no longer matches it (see Replay). Default none.
+	Replay *Replay
 }
 
 // JudgeStrategy selects how completion is decided (seed 000 §3.6).
@@ -373,6 +376,9 @@ type Result struct {
 	// final page and verdict. Nil for any other outcome, for a resumed run
 	// and for a run a person took over. Redacted.
 	Trace *trace.Trace
+	// Replay is what the run's replay did, nil when Params.Replay was
+	// not set.
+	Replay *ReplayReport
 }
 
 // Runner executes runs.
