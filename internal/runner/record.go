@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/wayfinder/wayfinder/internal/browser"
@@ -28,10 +29,16 @@ func (ru *run) captureTarget(ctx context.Context, act browser.Action) trace.Acti
 	if snap != nil {
 		ta.Page, ta.URL = trace.PageSignature(snap), snap.Page.URL
 	}
-	if act.Ref == "" {
-		if act.Target != nil && act.Target.Point == nil {
-			ta.TargetError = "aimed by a target description, not a ref"
+	ref := act.Ref
+	if ref == "" && act.Target != nil && act.Target.Point == nil {
+		// A description by role and name is fingerprinted as the one
+		// element of the snapshot it names, if it names exactly one.
+		if ref = describedRef(snap, act.Target); ref == "" {
+			ta.TargetError = "aimed by a target description that names no single element of the snapshot"
+			return ta
 		}
+	}
+	if ref == "" {
 		return ta
 	}
 	if snap == nil || ru.page == nil || snap.ID != ru.page.SnapshotID() {
@@ -42,21 +49,43 @@ func (ru *run) captureTarget(ctx context.Context, act browser.Action) trace.Acti
 	// trace a fingerprint, never the action its time.
 	cctx, cancel := context.WithTimeout(ctx, captureTimeout)
 	defer cancel()
-	ds, err := ru.page.ElementDetails(cctx, act.Ref)
-	d, ok := ds[act.Ref]
+	ds, err := ru.page.ElementDetails(cctx, ref)
+	d, ok := ds[ref]
 	switch {
 	case err != nil:
 		ta.TargetError = "no DOM details: " + err.Error()
 	case !ok:
 		ta.TargetError = "no DOM details: the element left the page"
 	}
-	fp, err := trace.Capture(snap, act.Ref, d)
+	fp, err := trace.Capture(snap, ref, d)
 	if err != nil {
 		ta.TargetError = err.Error()
 		return ta
 	}
 	ta.Target = &fp
 	return ta
+}
+
+// describedRef is the ref of the one element of snap whose accessible name
+// is t's name (case and surrounding space aside) and, when t has one, whose
+// role is t's role; "" when t is not by role and name or names no single
+// element.
+func describedRef(snap *browser.Snapshot, t *browser.Target) string {
+	if snap == nil || t.Name == "" || t.CSS != "" || t.Text != "" {
+		return ""
+	}
+	name := strings.TrimSpace(t.Name)
+	found := ""
+	for _, e := range snap.Elements {
+		if !strings.EqualFold(strings.TrimSpace(e.Name), name) || (t.Role != "" && !strings.EqualFold(e.Role, t.Role)) {
+			continue
+		}
+		if found != "" {
+			return ""
+		}
+		found = e.Ref
+	}
+	return found
 }
 
 // recordAction keeps ta, the capture of an action that succeeded, with its

@@ -122,7 +122,9 @@ func (ru *run) replayAnswer() (*llm.Response, *divergence) {
 		if d != nil {
 			return nil, &divergence{fmt.Sprintf("action %d (%s %s): %s", rp.next+1, a.Tool, describeTarget(*a.Target), d.why)}
 		}
+		// The element found stands for the recorded ref or description.
 		args["ref"] = ref
+		delete(args, "target")
 		if relocated {
 			rp.report.Relocated++
 		}

@@ -252,3 +252,42 @@ func TestReplayFillsSecrets(t *testing.T) {
 	}
 	require.Equal(t, "{{password}}", again.Trace.Actions[1].Arguments["value"])
 }
+
+// An action the model aimed by role and name (not by ref) is fingerprinted
+// as the one element the description names, and replayed by its
+// fingerprint: the renamed-but-identified button is still found.
+func TestReplayDescribedTargets(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	ps := &pages{m: map[string]string{"/profile": profilePage, "/saved": savedPage}}
+	ps.serve(s, "/profile", "/saved")
+	described := func(tool string, target map[string]any, extra map[string]any) llm.Turn {
+		args := map[string]any{"target": target}
+		for k, v := range extra {
+			args[k] = v
+		}
+		return answer("by description", func(*llm.Request) []llm.ToolCall { return []llm.ToolCall{llm.Call(tool, args)} })
+	}
+	rec := llm.NewScripted("controller",
+		described(ToolFill, map[string]any{"name": "First name"}, map[string]any{"value": "Ada"}),
+		described(ToolClick, map[string]any{"role": "button", "name": "Save"}, nil),
+		completeTurn("success", "the page says Profile saved"))
+	res, _ := execute(t, runCtx(t), nil, profileParams(s, rec))
+	require.Equal(t, StatusCompleted, res.Status, "%+v", res.Err)
+	require.Len(t, res.Trace.Actions, 2)
+	for _, a := range res.Trace.Actions {
+		require.NotNil(t, a.Target, "%s: %s", a.Tool, a.TargetError)
+	}
+	require.Equal(t, "save", res.Trace.Actions[1].Target.Attrs["id"])
+
+	// The button is renamed but keeps its id: the description would no
+	// longer find it, the fingerprint does.
+	ps.set("/profile", strings.Replace(profilePage, `id="save">Save<`, `id="save">Store<`, 1))
+	p := profileParams(s, llm.NewScripted("controller"))
+	p.Replay = &Replay{Trace: res.Trace, Strict: true}
+	again, sink := execute(t, runCtx(t), nil, p)
+	require.Equal(t, StatusCompleted, again.Status, "%+v", again.Err)
+	require.Equal(t, 2, again.Replay.Replayed)
+	require.Zero(t, controllerCalls(sink))
+	require.Contains(t, again.FinalURL, "first=Ada")
+}
