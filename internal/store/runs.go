@@ -186,7 +186,7 @@ const runColumns = `id, coalesce(request_id, ''), status, params, created_at, st
 	coalesce(final_screenshot_media_id::text, ''), coalesce(final_url, ''), final_verdict,
 	cancel_requested, attempts, last_event_seq,
 	input_tokens, output_tokens, cached_input_tokens, cost_usd::float8, model_calls, coalesce(summary, ''), tenant_id,
-	criteria, ` + pendingApprovalColumn + `, ` + openTakeoverColumn + `, output`
+	criteria, ` + pendingApprovalColumn + `, ` + openTakeoverColumn + `, output, replay`
 
 func scanRun(row pgx.Row) (*wfv1.Run, error) {
 	var (
@@ -194,7 +194,7 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 		status, errCategory, errMsg  string
 		params, verdict              []byte
 		criteria, pending, takeover  []byte
-		output                       []byte
+		output, replay               []byte
 		created                      time.Time
 		started, ended               *time.Time
 		stepCount, errStep, attempts int32
@@ -206,7 +206,7 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 		&run.FinalScreenshotMediaId, &run.FinalUrl, &verdict,
 		&run.CancelRequested, &attempts, &run.LastEventSequence,
 		&usage.InputTokens, &usage.OutputTokens, &usage.CachedInputTokens, &usage.CostUsd, &usage.ModelCalls, &run.Summary, &run.TenantId,
-		&criteria, &pending, &takeover, &output)
+		&criteria, &pending, &takeover, &output, &replay)
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +250,12 @@ func scanRun(row pgx.Row) (*wfv1.Run, error) {
 		run.Output = &structpb.Value{}
 		if err := protojson.Unmarshal(output, run.Output); err != nil {
 			return nil, fmt.Errorf("decode output of run %s: %w", run.Id, err)
+		}
+	}
+	if replay != nil {
+		run.Replay = &wfv1.ReplayReport{}
+		if err := protojson.Unmarshal(replay, run.Replay); err != nil {
+			return nil, fmt.Errorf("decode replay report of run %s: %w", run.Id, err)
 		}
 	}
 	if pending != nil {
@@ -434,6 +440,9 @@ type Outcome struct {
 	// Output is the structured data the run produced (Run.output), nil
 	// for none.
 	Output *structpb.Value
+	// Replay is what the run's replay did (Run.replay), nil when it asked
+	// for none.
+	Replay *wfv1.ReplayReport
 }
 
 // FinishRun moves a live run to a terminal status and records the FINISHED
@@ -487,11 +496,18 @@ func finishLocked(ctx context.Context, tx pgx.Tx, run *wfv1.Run, o Outcome) (*wf
 			return nil, fmt.Errorf("encode output: %w", err)
 		}
 	}
+	var replay []byte
+	if o.Replay != nil {
+		if replay, err = protojson.Marshal(o.Replay); err != nil {
+			return nil, fmt.Errorf("encode replay report: %w", err)
+		}
+	}
 	_, err = tx.Exec(ctx, `
 		UPDATE runs SET status = $2, ended_at = now(), error_category = $3, error_message = $4,
 			error_step = NULLIF($5, 0), final_url = coalesce(NULLIF($6, ''), final_url),
-			final_verdict = coalesce($7, final_verdict), summary = NULLIF($8, ''), output = $9
-		WHERE id = $1`, run.Id, status, category, message, step, o.FinalURL, verdict, o.Summary, output)
+			final_verdict = coalesce($7, final_verdict), summary = NULLIF($8, ''), output = $9,
+			replay = $10
+		WHERE id = $1`, run.Id, status, category, message, step, o.FinalURL, verdict, o.Summary, output, replay)
 	if err != nil {
 		return nil, fmt.Errorf("finish run %s: %w", run.Id, err)
 	}

@@ -25,6 +25,11 @@ type Metrics struct {
 	verdicts     *prometheus.CounterVec
 	takeovers    prometheus.Counter
 	takeoverTime prometheus.Histogram
+	// Record and replay.
+	replays       *prometheus.CounterVec
+	replayActions *prometheus.CounterVec
+	callsSaved    prometheus.Counter
+	tokensSaved   prometheus.Counter
 }
 
 // NewMetrics creates the worker metrics and registers them with reg (none
@@ -77,10 +82,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "How long a person had the browser.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
 		}),
+		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wayfinder_replays_total", Help: "Runs that asked for a replay, by mode (auto, strict) and outcome (replayed, healed, diverged, no_trace).",
+		}, []string{"mode", "outcome"}),
+		replayActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wayfinder_replay_actions_total", Help: "Trace actions replayed without a model, by how the target was found (recorded_ref, relocated).",
+		}, []string{"target"}),
+		callsSaved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wayfinder_replay_model_calls_saved_total", Help: "Controller model calls completed replays did not make (the recorded path's calls less the replay's).",
+		}),
+		tokensSaved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wayfinder_replay_tokens_saved_total", Help: "Controller model tokens completed replays did not spend.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.started, m.finished, m.runDuration, m.stepDuration, m.stepPhase, m.tokens, m.cost,
-			m.modelCalls, m.modelLatency, m.verdicts, m.takeovers, m.takeoverTime)
+			m.modelCalls, m.modelLatency, m.verdicts, m.takeovers, m.takeoverTime,
+			m.replays, m.replayActions, m.callsSaved, m.tokensSaved)
 	}
 	return m
 }
@@ -99,6 +117,14 @@ func (m *Metrics) observeStep(st runner.Step) {
 			m.stepPhase.WithLabelValues(phase).Observe(d.Seconds())
 		}
 	}
+}
+
+func (m *Metrics) observeReplay(r *wfv1.ReplayReport) {
+	m.replays.WithLabelValues(modeLabel(r.GetMode()), outcomeLabel(r.GetOutcome())).Inc()
+	m.replayActions.WithLabelValues("recorded_ref").Add(float64(r.GetReplayedActions() - r.GetRelocatedActions()))
+	m.replayActions.WithLabelValues("relocated").Add(float64(r.GetRelocatedActions()))
+	m.callsSaved.Add(float64(r.GetModelCallsSaved()))
+	m.tokensSaved.Add(float64(r.GetTokensSaved()))
 }
 
 func (m *Metrics) observePrompt(pr runner.PromptRun) {

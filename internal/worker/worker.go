@@ -204,6 +204,15 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		return w.cfg.Store.FinishRun(bg, run.Id, store.Outcome{Status: wfv1.RunStatus_RUN_STATUS_ERROR, Error: runError(re)})
 	}
 	defer params.Tools.Close() // the run's MCP sessions
+	plan, err := w.planReplay(bg, run, traceKey, keyErr)
+	if err != nil {
+		return nil, err
+	}
+	if plan != nil && plan.end != nil {
+		w.cfg.Metrics.observeReplay(plan.report)
+		return w.cfg.Store.FinishRun(bg, run.Id, *plan.end)
+	}
+	params.Replay = plan.runnerReplay()
 	if run.GetStepCount() > 0 {
 		// A resumed run's output falls back to what it extracted before.
 		if params.PriorExtract, err = w.priorExtract(bg, run.Id); err != nil {
@@ -283,12 +292,19 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
-	if res.Status == runner.StatusCompleted && res.Trace != nil {
+	save := plan.finish(res)
+	if res.Status == runner.StatusCompleted && res.Trace != nil && save {
 		// A trace that cannot be kept costs a later replay, not the run.
-		_, err := sink.saveTrace(bg, run.GetTenantId(), traceKey, "", res.Trace)
+		saved, err := sink.saveTrace(bg, run.GetTenantId(), traceKey, plan.healedFrom(), res.Trace)
 		if err := errors.Join(keyErr, err); err != nil {
 			log.WarnContext(ctx, "the run's trace was not saved", "error", err)
+		} else if plan.healedFrom() != "" {
+			plan.report.HealedTraceId = saved.RunID
 		}
+	}
+	if plan != nil {
+		o.Replay = plan.report
+		w.cfg.Metrics.observeReplay(plan.report)
 	}
 	return w.cfg.Store.FinishRun(bg, run.Id, o)
 }
@@ -543,6 +559,7 @@ var categories = map[runner.Category]wfv1.ErrorCategory{
 	runner.CategoryBudgetExceeded:    wfv1.ErrorCategory_ERROR_CATEGORY_BUDGET_EXCEEDED,
 	runner.CategoryAuthentication:    wfv1.ErrorCategory_ERROR_CATEGORY_AUTHENTICATION_ERROR,
 	runner.CategoryInternal:          wfv1.ErrorCategory_ERROR_CATEGORY_INTERNAL,
+	runner.CategoryReplayDiverged:    wfv1.ErrorCategory_ERROR_CATEGORY_REPLAY_DIVERGED,
 }
 
 func runError(e *runner.Error) *wfv1.RunError {
