@@ -5,7 +5,7 @@
 
 import { call, followAll, reportBug } from './api.js';
 import {
-  clipped, externalLink, fmtCost, fmtTime, fmtTokens, h, json, num, replace, safeURL, timeMs,
+  clipped, externalLink, fmtCost, fmtTime, fmtTokens, h, json, num, replace, timeMs,
 } from './dom.js';
 import { criteriaTable } from './run.js';
 import { verdictLine } from './verdict.js';
@@ -112,18 +112,14 @@ export function tracesView(query, { setMode }) {
 
   function row(t) {
     const href = traceHash(t.id);
-    const url = safeURL(t.start_url);
     return h('tr', { dataset: { traceId: t.id, pinned: String(Boolean(t.pinned)) } },
       h('td', { class: 'goal-cell' },
         h('a', { class: 'goal', href, title: t.goal || '', text: t.goal || '' }),
-        h('div', { class: 'meta' },
-          h('span', { class: 'host', text: url ? new URL(url).host : t.start_url || '' }),
-          h('span', { class: 'start-url', text: t.start_url || '' }))),
+        h('div', { class: 'meta' }, h('span', { class: 'start-url', text: t.start_url || '' }))),
       h('td', { class: 'task-cell' }, taskLink(t.task_key, pinnedOnly)),
       h('td', { class: 'num version', text: `v${num(t.version)}` }),
-      h('td', { class: 'flags' },
-        pinnedBadge(t.pinned),
-        t.healed_from ? h('span', { class: 'healed' }, 'healed from ', traceLink(t.healed_from, `trace ${t.healed_from.slice(0, 8)}`, 'healed-from')) : null),
+      h('td', { class: 'flags' }, pinnedBadge(t.pinned)),
+      h('td', { class: 'healed' }, t.healed_from ? traceLink(t.healed_from, `trace ${t.healed_from.slice(0, 8)}`, 'healed-from') : null),
       h('td', { class: 'num actions-count', text: String(num(t.action_count)) }),
       h('td', { class: 'num recorded-usage', text: usageText(t.recorded_usage) }),
       h('td', { class: 'time', text: fmtTime(t.create_time) }),
@@ -151,7 +147,7 @@ export function tracesView(query, { setMode }) {
     message,
     h('table', { class: 'runs-table traces-table' },
       h('thead', {}, h('tr', {},
-        ['Goal', 'Task', 'Version', '', 'Actions', 'Recorded model use', 'Created', 'Recorded by']
+        ['Goal', 'Task', 'Version', 'Pinned', 'Healed from', 'Actions', 'Recorded model use', 'Created', 'Recorded by']
           .map((c) => h('th', { scope: 'col', text: c })))),
       tbody),
     empty, more);
