@@ -213,13 +213,17 @@ func (ru *run) awaitPage(want trace.Signature, what string) *divergence {
 		what, want.URLPattern, trace.URLPattern(ru.obs.url), sim, wait)}
 }
 
-// resolveTarget finds fp on the current snapshot: one details read of the
-// shortlisted elements and trace.Match. relocated says the element is not
-// at its recorded ref.
+// resolveTarget finds fp on the current snapshot: at its recorded ref when
+// the snapshot shows the same element there (trace.AtRecordedRef), else by
+// one details read of the shortlisted elements and trace.Match. relocated
+// says the element is not at its recorded ref.
 func (ru *run) resolveTarget(fp trace.Fingerprint) (ref string, relocated bool, d *divergence) {
 	snap := ru.acting
 	if snap == nil || snap.ID != ru.page.SnapshotID() {
 		snap = ru.obs.snap
+	}
+	if trace.AtRecordedRef(fp, snap) {
+		return fp.Ref, false, nil // the exact-ref match: no details read
 	}
 	refs := trace.Shortlist(fp, snap, 0)
 	bctx, cancel := ru.browserCtx()

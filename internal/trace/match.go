@@ -605,3 +605,35 @@ func hrefPattern(h string) string {
 	}
 	return strings.Join(segs, "/")
 }
+
+// AtRecordedRef says whether the element at fp's recorded ref in snap is
+// still, by everything the snapshot shows, the element fp describes: the
+// same role, name, heading level and context, the same neighbours on both
+// sides, and no other element of snap with that role, name and context.
+// A replay then acts on the recorded ref without reading DOM details (the
+// exact-ref match); otherwise Match decides. On a page where rows were
+// inserted above the target, its ref names another element and its
+// neighbours or context differ.
+func AtRecordedRef(fp Fingerprint, snap *browser.Snapshot) bool {
+	if fp.Ref == "" || snap == nil {
+		return false
+	}
+	i := slices.IndexFunc(snap.Elements, func(e browser.Element) bool { return e.Ref == fp.Ref })
+	if i < 0 {
+		return false
+	}
+	e := snap.Elements[i]
+	if e.Role != fp.Role || e.Name != fp.Name || e.Level != fp.Level || e.Context != fp.Context {
+		return false
+	}
+	before, after := neighbours(snap.Elements, i)
+	if !slices.Equal(before, fp.Before) || !slices.Equal(after, fp.After) {
+		return false
+	}
+	for k, o := range snap.Elements {
+		if k != i && o.Role == e.Role && o.Name == e.Name && o.Context == e.Context {
+			return false
+		}
+	}
+	return true
+}
