@@ -97,6 +97,9 @@ func (s *RunService) create(ctx context.Context, params *wfv1.RunParams, request
 	if err != nil {
 		return nil, false, err
 	}
+	if err := checkReplay(ctx, s.cfg.Store, params); err != nil {
+		return nil, false, err
+	}
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, carrier)
 	timeout := params.GetBrowser().GetRunTimeout().AsDuration()
