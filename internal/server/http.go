@@ -37,7 +37,7 @@ func httpHandler(ctx context.Context, grpcAddr string, d apiDeps) (http.Handler,
 	for _, register := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
 		wfv1.RegisterRunServiceHandler, wfv1.RegisterAccessServiceHandler, wfv1.RegisterCredentialServiceHandler,
 		wfv1.RegisterSiteProfileServiceHandler, wfv1.RegisterLiveServiceHandler, wfv1.RegisterPromptServiceHandler,
-		wfv1.RegisterToolServiceHandler, wfv1.RegisterTestServiceHandler,
+		wfv1.RegisterToolServiceHandler, wfv1.RegisterTestServiceHandler, wfv1.RegisterTraceServiceHandler,
 	} {
 		if err := register(ctx, gw, conn); err != nil {
 			conn.Close()

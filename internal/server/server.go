@@ -402,6 +402,7 @@ func startAPI(ctx context.Context, cfg config.Config, d apiDeps, errc chan<- err
 	wfv1.RegisterLiveServiceServer(grpcSrv, d.liveService())
 	wfv1.RegisterPromptServiceServer(grpcSrv, api.NewPromptService(d.store, d.logger))
 	wfv1.RegisterToolServiceServer(grpcSrv, api.NewToolService(d.store, d.keyring, worker.Egress(cfg.AllowPrivateNetworks)))
+	wfv1.RegisterTraceServiceServer(grpcSrv, api.NewTraceService(d.store))
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
 	reflection.Register(grpcSrv)
