@@ -1,11 +1,12 @@
 // Command wfbench measures Wayfinder's page layer beside Microsoft's
 // Playwright MCP server on a fixed set of local pages, and the agent
 // engine's overhead and tokens per step on the same pages (the runner loop
-// with a zero-latency scripted model), and writes it all as Markdown
+// with a zero-latency scripted model), replayed steps beside model-driven
+// ones and what a replay saves, and writes it all as Markdown
 // (docs/benchmarks.md). `make bench` installs the pinned @playwright/mcp
 // and runs it.
 //
-//	wfbench [-out docs/benchmarks.md] [-iterations 15] [-pages form,table] [-engine-runs 3]
+//	wfbench [-out docs/benchmarks.md] [-iterations 15] [-pages form,table] [-engine-runs 3] [-replay-runs 3]
 //
 // It exits non-zero when either side fails on a page or a measurement
 // outside the pages fails; the report is written anyway, with the failures.
@@ -49,6 +50,7 @@ func run(args []string) error {
 	pages := fs.String("pages", "", "comma-separated page names to run (default: all)")
 	engineRuns := fs.Int("engine-runs", 3, "agent runs per page measuring the engine's overhead and tokens per step (-1 for none)")
 	engineActions := fs.Int("engine-actions", 8, "browser actions per agent run, before complete_task")
+	replayRuns := fs.Int("replay-runs", 3, "strict replays of a recorded run, and model-driven runs beside them, per page (-1 for none)")
 	cli := fs.String("playwright-mcp", ".tools/playwright-mcp/node_modules/@playwright/mcp/cli.js", "Playwright MCP's cli.js (installed by make bench)")
 	node := fs.String("node", "node", "Node.js binary")
 	chromium := fs.String("chromium", os.Getenv("WAYFINDER_CHROMIUM"), "Chromium binary for both sides (default: the system's, as the pool finds it; $WAYFINDER_CHROMIUM)")
@@ -100,6 +102,7 @@ func run(args []string) error {
 		OurTools:        engineTools,
 		EngineRuns:      *engineRuns,
 		EngineActions:   *engineActions,
+		ReplayRuns:      *replayRuns,
 		Revision:        *revision,
 		Log:             os.Stderr,
 	})

@@ -2,7 +2,8 @@
 // screenshots, the browser pool) beside Microsoft's Playwright MCP server on
 // the same local pages in the same run, and the agent engine's own cost
 // (overhead and input tokens per step of the runner loop with a
-// zero-latency scripted model), and renders it all as Markdown
+// zero-latency scripted model), replayed steps beside model-driven ones
+// and what a replay saves, and renders it all as Markdown
 // (docs/benchmarks.md, written by cmd/wfbench).
 package bench
 
@@ -54,6 +55,10 @@ type Config struct {
 	// EngineActions is the number of browser actions of each agent run,
 	// before complete_task. Default 8.
 	EngineActions int
+	// ReplayRuns is the number of strict replays of a recorded run, and of
+	// model-driven runs beside them, per page, measuring record and
+	// replay (issue 8); negative skips them. Default 3.
+	ReplayRuns int
 	// Revision names the Wayfinder code measured (a commit). Default:
 	// none given.
 	Revision string
@@ -92,6 +97,9 @@ type Report struct {
 	// Engine is the agent loop's overhead and tokens per step; zero when
 	// skipped.
 	Engine EngineResult
+	// Replay is replayed steps beside model-driven ones, and what a replay
+	// saves; zero when skipped.
+	Replay ReplayResult
 	// Errors lists failures outside the pages (pool, memory, tools).
 	Errors []string
 }
@@ -156,6 +164,11 @@ func (r *Report) Failures() []string {
 			out = append(out, fmt.Sprintf("%s: engine: %s", p.Page.Name, p.Err))
 		}
 	}
+	for _, p := range r.Replay.Pages {
+		if p.Err != "" {
+			out = append(out, fmt.Sprintf("%s: replay: %s", p.Page.Name, p.Err))
+		}
+	}
 	return append(out, r.Errors...)
 }
 
@@ -176,6 +189,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.EngineRuns == 0 {
 		c.EngineRuns = 3
+	}
+	if c.ReplayRuns == 0 {
+		c.ReplayRuns = 3
 	}
 	if c.EngineActions <= 0 {
 		c.EngineActions = 8
@@ -324,6 +340,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// closing during the memory measurement.
 	if cfg.EngineRuns > 0 && ctx.Err() == nil {
 		r.Engine = measureEngine(ctx, p, site, cfg.Pages, tok, cfg.EngineRuns, cfg.EngineActions, logf)
+	}
+	if cfg.ReplayRuns > 0 && ctx.Err() == nil {
+		r.Replay = measureReplay(ctx, p, site, cfg.Pages, tok, cfg.ReplayRuns, cfg.EngineActions, logf)
 	}
 	return r, nil
 }

@@ -26,6 +26,7 @@ func RenderMarkdown(w io.Writer, r *Report) error {
 	renderPages(&b, r)
 	renderOverhead(&b, r)
 	renderEngine(&b, r)
+	renderReplay(&b, r)
 	if f := r.Failures(); len(f) > 0 {
 		b.WriteString("\n## Failures\n\n")
 		for _, s := range f {
