@@ -124,7 +124,7 @@ func TestReplayRuns(t *testing.T) {
 			AllowedDomains: []string{"127.0.0.1"},
 			Controller:     &wfv1.ModelSettings{Provider: "openai", Model: "test-model", BaseUrl: fake.URL},
 			Judge:          &wfv1.JudgeSettings{Strategy: wfv1.JudgeStrategy_JUDGE_STRATEGY_HEURISTIC},
-			Replay: &wfv1.ReplayOptions{Mode: mode, TraceId: traceID},
+			Replay:         &wfv1.ReplayOptions{Mode: mode, TraceId: traceID},
 		}
 	}
 	run := func(p *wfv1.RunParams) *wfv1.Run {
