@@ -5,8 +5,10 @@
 // The page talks only to the public REST API of the same origin: it lists
 // runs (GET /v1/runs), follows them live (GET /v1/events:sse, falling back
 // to polling), shows a run's steps, prompt runs and screenshots, answers
-// approvals (POST /v1/runs/{id}:approve) and cancels runs. Everything a
-// page or a model produced is untrusted and is rendered as text.
+// approvals (POST /v1/runs/{id}:approve) and cancels runs; it follows suite
+// runs (GET /v1/suite-runs) and lists, pins, exports and deletes replayable
+// traces (GET /v1/traces). Everything a page or a model produced is
+// untrusted and is rendered as text.
 package web
 
 import (
