@@ -75,6 +75,7 @@ var commands = []command{
 	{"approve", "approve RUN_ID [--reject] [--message TEXT]", "answer a run's human checkpoint", approveCmd},
 	{"media", "media get MEDIA_ID -o FILE", "download a screenshot", mediaCmd},
 	{"test", "test run|get|runs|list|export", "run test suites (CI: exit code, JUnit) and see their history", testCmd},
+	{"traces", "traces list|get|pin|unpin|delete|export", "list, inspect, pin and export replayable traces", tracesCmd},
 }
 
 // IsCommand reports whether name is a client command (the server's own
@@ -98,7 +99,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		env.Stdin = strings.NewReader("")
 	}
 	if len(args) == 0 || !IsCommand(args[0]) {
-		fmt.Fprintln(env.Stderr, "wayfinder: unknown client command; try wayfinder run, runs, approve, media or test")
+		fmt.Fprintln(env.Stderr, "wayfinder: unknown client command; try wayfinder run, runs, approve, media, test or traces")
 		return exitUsage
 	}
 	var cmd command
