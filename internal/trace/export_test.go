@@ -418,6 +418,7 @@ func everyTool() *trace.Trace {
 		act("lookup_order", map[string]any{"id": "7"}, nil),
 		act("browser_click", map[string]any{"target": map[string]any{"role": "button", "name": "Go on"}}, nil),
 		{Tool: "browser_click", Arguments: ref, TargetError: "no DOM details: the element left the page"},
+		{Tool: "browser_hover", Arguments: ref, TargetError: "100% gone: %d"},
 	}
 	for i := range acts {
 		acts[i].Step = i + 1
@@ -468,6 +469,7 @@ func TestExportGoTestEveryTool(t *testing.T) {
 		`t.Fatal("unsupported: step 26 (lookup_order) is a custom tool of the run")`,
 		`click(t, page, 27, target{role: "button", name: "Go on"}, 1)`,
 		`t.Fatal("unsupported: step 28 (browser_click) was aimed at an element that was not recorded: no DOM details: the element left the page")`,
+		`t.Fatalf("%s", "unsupported: step 29 (browser_hover) was aimed at an element that was not recorded: 100% gone: %d")`,
 		`onPage(t, page, 0, "(?i)^http://127\\.0\\.0\\.1:1/orders/[^/]+$")`,
 		"// Goal: Do everything\n// then // stop */  [31m\n",
 	} {
