@@ -6,6 +6,7 @@
 //	wayfinder approve RUN_ID [--reject]          answer a human checkpoint
 //	wayfinder media get MEDIA_ID -o FILE         download a screenshot
 //	wayfinder test run FILE.yaml [--junit F]     run a test suite (exit 0 PASSED, 1 FAILED)
+//	wayfinder traces list|get|pin|unpin|delete|export  replayable traces (export as a Go test or steps)
 //
 // Every command takes --addr (WAYFINDER_ADDR, default 127.0.0.1:9090),
 // --api-key (WAYFINDER_API_KEY; the environment variable is preferred,
