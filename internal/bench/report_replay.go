@@ -31,10 +31,12 @@ func renderReplay(b *strings.Builder, r *Report) {
 	}
 	b.WriteString("Every replay completed without a controller call: " + verdict + ".\n\n")
 
-	b.WriteString("A model-driven step's figures are with a zero-latency model: they are the engine's overhead " +
-		"(building the request, the judge between steps). A real model adds its latency to every model-driven step, " +
-		"one controller call each, which a replayed step never pays; that latency is not measured in this report, " +
-		"so the ratio below is the smallest saving a replay makes, before the model's time.\n\n")
+	b.WriteString("A model-driven step here has a zero-latency model: its figures are the engine's overhead around " +
+		"the model call. Besides that call, a replayed step skips building the request and the judge between steps " +
+		"(their phases are below); the browser's work, the action and the observation after it, is the same on both " +
+		"sides. A real model adds its latency to every model-driven step, one controller call each, which a replayed " +
+		"step never pays; that latency is not measured in this report, so the ratio below compares the two without " +
+		"it: a replay saves per step that latency plus the difference shown.\n\n")
 	var rows [][]string
 	for _, p := range replayRows(e) {
 		ratio := "—"
