@@ -248,6 +248,11 @@ func TestTestServiceValidation(t *testing.T) {
 		{"no params", func(t *wfv1.Test) { t.Params = nil }, []string{"test.params"}, false},
 		{"params checked as CreateRun's", params(func(p *wfv1.RunParams) { p.Goal = ""; p.MaxSteps = 1000 }),
 			[]string{"test.params.goal", "test.params.max_steps"}, false},
+		{"unknown replay mode", params(func(p *wfv1.RunParams) { p.Replay = &wfv1.ReplayOptions{Mode: 9} }),
+			[]string{"test.params.replay.mode"}, false},
+		{"a replay trace without a replay", params(func(p *wfv1.RunParams) {
+			p.Replay = &wfv1.ReplayOptions{TraceId: "4f1c2f4e-53a6-4d0b-9a53-1f0d5c4c1e11"}
+		}), []string{"test.params.replay.trace_id"}, false},
 		{"params' run_timeout", params(func(p *wfv1.RunParams) { p.Browser = &wfv1.BrowserConfig{RunTimeout: durationpb.New(time.Minute)} }),
 			[]string{"test.params.browser.run_timeout"}, false},
 		{"report indicators with the oracles' over the limit", params(func(p *wfv1.RunParams) {

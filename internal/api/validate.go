@@ -100,6 +100,7 @@ func validateParams(p *wfv1.RunParams, maxRunTimeout time.Duration) (*wfv1.RunPa
 	validateAuth(&v, p.Auth)
 	validateGovernance(&v, p.Governance)
 	validateLive(&v, p)
+	validateReplay(&v, p.Replay)
 
 	p.Browser = validateBrowser(&v, p.Browser, maxRunTimeout)
 	validateLabels(&v, p.Labels)

@@ -41,21 +41,12 @@ func checkReplay(ctx context.Context, st *store.Store, params *wfv1.RunParams) e
 	if r == nil {
 		return nil
 	}
-	var v fault.Violations
 	mode := r.GetMode()
-	if _, ok := wfv1.ReplayMode_name[int32(mode)]; !ok {
-		v.Add("params.replay.mode", "unknown replay mode %d", mode)
-		return v.Err()
+	if mode == wfv1.ReplayMode_REPLAY_MODE_UNSPECIFIED || mode == wfv1.ReplayMode_REPLAY_MODE_OFF {
+		return nil // validateParams refused a trace_id here
 	}
-	off := mode == wfv1.ReplayMode_REPLAY_MODE_UNSPECIFIED || mode == wfv1.ReplayMode_REPLAY_MODE_OFF
 	id := r.GetTraceId()
-	switch {
-	case off && id != "":
-		v.Add("params.replay.trace_id", "a trace is replayed only with mode REPLAY_MODE_AUTO or REPLAY_MODE_STRICT")
-		return v.Err()
-	case off:
-		return nil
-	}
+	var v fault.Violations
 	stored, _ := RedactParams(params)
 	key, err := worker.TraceKey(stored)
 	if err != nil {
@@ -88,6 +79,23 @@ func checkReplay(ctx context.Context, st *store.Store, params *wfv1.RunParams) e
 		return violationsErr(&v, ReasonTraceTaskMismatch)
 	}
 	return nil
+}
+
+// validateReplay checks what can be checked of params.replay without the
+// store (for tests too, whose runs are created later): a known mode, and a
+// trace_id only with a mode that replays.
+func validateReplay(v *fault.Violations, r *wfv1.ReplayOptions) {
+	if r == nil {
+		return
+	}
+	mode := r.GetMode()
+	if _, ok := wfv1.ReplayMode_name[int32(mode)]; !ok {
+		v.Add("params.replay.mode", "unknown replay mode %d", mode)
+		return
+	}
+	if r.GetTraceId() != "" && (mode == wfv1.ReplayMode_REPLAY_MODE_UNSPECIFIED || mode == wfv1.ReplayMode_REPLAY_MODE_OFF) {
+		v.Add("params.replay.trace_id", "a trace is replayed only with mode REPLAY_MODE_AUTO or REPLAY_MODE_STRICT")
+	}
 }
 
 // failedPrecondition is a FAILED_PRECONDITION status naming reason.
