@@ -295,10 +295,38 @@ func TestTenantIsolation(t *testing.T) {
 	for name, extra := range isolationCases(t, ts, a.ctx, b.ctx) {
 		cases[name] = extra
 	}
+	// A's completed run recorded a trace: B can neither see nor change it.
+	traces := wfv1.NewTraceServiceClient(ts.conn)
+	_, err = traces.GetTrace(a.ctx, &wfv1.GetTraceRequest{TraceId: run.Id})
+	require.NoError(t, err, "A's run recorded a trace")
+	cases["/wayfinder.v1.TraceService/GetTrace"] = func() error {
+		_, err := traces.GetTrace(ctx, &wfv1.GetTraceRequest{TraceId: run.Id})
+		return err
+	}
+	cases["/wayfinder.v1.TraceService/ListTraces"] = func() error {
+		l, err := traces.ListTraces(ctx, &wfv1.ListTracesRequest{})
+		require.NoError(t, err)
+		for _, tr := range l.Traces {
+			require.NotEqual(t, run.Id, tr.Id, "B lists A's trace")
+		}
+		return status.Error(codes.NotFound, "n/a")
+	}
+	cases["/wayfinder.v1.TraceService/PinTrace"] = func() error {
+		_, err := traces.PinTrace(ctx, &wfv1.PinTraceRequest{TraceId: run.Id, Pinned: true})
+		return err
+	}
+	cases["/wayfinder.v1.TraceService/DeleteTrace"] = func() error {
+		_, err := traces.DeleteTrace(ctx, &wfv1.DeleteTraceRequest{TraceId: run.Id})
+		return err
+	}
+	cases["/wayfinder.v1.TraceService/ExportTrace"] = func() error {
+		_, err := traces.ExportTrace(ctx, &wfv1.ExportTraceRequest{TraceId: run.Id, Format: wfv1.TraceExportFormat_TRACE_EXPORT_FORMAT_STEPS})
+		return err
+	}
 
 	// Every method of every tenant-facing service has a case.
 	for _, sd := range []grpc.ServiceDesc{wfv1.RunService_ServiceDesc, wfv1.CredentialService_ServiceDesc,
-		wfv1.AccessService_ServiceDesc, wfv1.SiteProfileService_ServiceDesc} {
+		wfv1.AccessService_ServiceDesc, wfv1.SiteProfileService_ServiceDesc, wfv1.TraceService_ServiceDesc} {
 		for _, m := range sd.Methods {
 			name := "/" + sd.ServiceName + "/" + m.MethodName
 			require.Contains(t, cases, name, "no isolation case for %s", name)
@@ -315,6 +343,9 @@ func TestTenantIsolation(t *testing.T) {
 	}
 
 	// Nothing B did changed A's things.
+	tr, err := traces.GetTrace(a.ctx, &wfv1.GetTraceRequest{TraceId: run.Id})
+	require.NoError(t, err, "B deleted A's trace")
+	require.False(t, tr.Pinned, "B pinned A's trace")
 	got, err := a.runs.GetRun(a.ctx, &wfv1.GetRunRequest{RunId: run.Id})
 	require.NoError(t, err)
 	require.Equal(t, wfv1.RunStatus_RUN_STATUS_COMPLETED, got.Status)
