@@ -349,6 +349,8 @@ func (ru *run) result(res Result) Result {
 	if ru.rp != nil {
 		r := ru.rp.report
 		r.Controller = ru.ctrl
+		// The divergence quotes the trace and the page: redacted.
+		r.Divergence = ru.redact.String(r.Divergence)
 		res.Replay = &r
 	}
 	if ru.obs != nil {

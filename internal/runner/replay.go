@@ -38,6 +38,8 @@ const (
 	pagePoll = 250 * time.Millisecond
 	// resolveTimeout bounds reading the shortlisted elements' details.
 	resolveTimeout = 5 * time.Second
+	// maxHealHint bounds the recorded actions a self-heal tells the model.
+	maxHealHint = 30
 )
 
 // Replay asks a run to follow a recorded trace (Params.Replay).
@@ -98,11 +100,25 @@ func (ru *run) replayAnswer() (*llm.Response, *divergence) {
 	if ru.humanSteps > 0 {
 		return nil, &divergence{"a person took over the browser"}
 	}
+	if g := ru.cps.guard; g >= 0 {
+		// A rejection stops the replay: only a model may look for another
+		// path, and the human is not asked again for the recorded one.
+		name := ru.p.Checkpoints[g].Name
+		if name == "" {
+			name = fmt.Sprintf("checkpoint %d", g+1)
+		}
+		return nil, &divergence{"a human rejected continuing at the checkpoint " + strconvQuote(name)}
+	}
 	if rp.claimed {
 		return nil, &divergence{"the goal was not confirmed at the end of the recorded path"}
 	}
 	if ru.obs == nil || ru.page == nil {
 		return nil, &divergence{"the page is not at hand"}
+	}
+	// Custom tools, get_snapshot, complete_task, request_human_approval
+	// and anything else that is not a browser action are not replayed.
+	for rp.next < len(rp.p.Trace.Actions) && !isBrowserTool(rp.p.Trace.Actions[rp.next].Tool) {
+		rp.next++
 	}
 	if rp.next >= len(rp.p.Trace.Actions) {
 		return ru.replayClaim()
@@ -141,10 +157,12 @@ func (ru *run) replayAnswer() (*llm.Response, *divergence) {
 	}
 	rp.next++
 	rp.report.Replayed++
-	return &llm.Response{
+	// Redacted as a model's answer is: a value of the trace that is a
+	// secret of this run becomes its placeholder, typed only on its domains.
+	return ru.redact.Response(&llm.Response{
 		Text:      fmt.Sprintf("Replaying action %d of %d of the recorded path.", rp.next, len(rp.p.Trace.Actions)),
 		ToolCalls: []llm.ToolCall{{ID: fmt.Sprintf("replay_%d", rp.next), Name: a.Tool, Arguments: raw}},
-	}, nil
+	}), nil
 }
 
 // replayClaim ends the recorded path: the final page must be the one the
@@ -164,10 +182,10 @@ func (ru *run) replayClaim() (*llm.Response, *divergence) {
 	if err != nil {
 		return nil, &divergence{err.Error()}
 	}
-	return &llm.Response{
+	return ru.redact.Response(&llm.Response{
 		Text:      "The recorded path was replayed; claiming the goal for verification.",
 		ToolCalls: []llm.ToolCall{{ID: "replay_done", Name: ToolComplete, Arguments: raw}},
-	}, nil
+	}), nil
 }
 
 // awaitPage waits, up to the replay's PageWait, for the page to be the
@@ -286,8 +304,11 @@ func (ru *run) diverge(d *divergence) (Result, bool) {
 	fmt.Fprintf(&b, "This run was replaying a recorded path to the goal without a model. At step %d it left the path: %s. Continue from the current page yourself.", ru.step, d.why)
 	if rest := rp.p.Trace.Actions[min(rp.next, len(rp.p.Trace.Actions)):]; len(rest) > 0 {
 		b.WriteString(" The recorded path went on with these actions (the page may have changed since; use them as a guide, not as refs):")
-		for i, a := range rest {
+		for i, a := range rest[:min(len(rest), maxHealHint)] {
 			fmt.Fprintf(&b, "\n%d. %s", i+1, describeAction(a))
+		}
+		if len(rest) > maxHealHint {
+			fmt.Fprintf(&b, "\n(and %d more)", len(rest)-maxHealHint)
 		}
 	}
 	ru.pending = append(ru.pending, b.String())
