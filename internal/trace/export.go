@@ -461,12 +461,10 @@ func (g *goGen) header(t *Trace, fn string) {
 // visible text, the DOM path.
 //
 `)
-	for _, l := range commentLines("Goal: " + t.Goal) {
-		g.printf("// %s\n", l)
-	}
-	for _, l := range commentLines("Start URL: " + t.StartURL) {
-		g.printf("// %s\n", l)
-	}
+	// Quoted as Go strings: a line of the goal must not become a build
+	// constraint or a directive, nor hold a character the scanner refuses.
+	g.printf("// Goal: %s\n", strconv.Quote(t.Goal))
+	g.printf("// Start URL: %s\n", strconv.Quote(t.StartURL))
 	g.secrets = secretEnvs(t)
 	g.printf(`//
 // Chromium is -browser PATH, else $ROD_BROWSER_BIN, else one on PATH; the
@@ -712,20 +710,33 @@ func (g *goGen) value(s string) string {
 	return strings.Join(parts, " + ")
 }
 
-// describe is a one-line account of action a for a comment.
+// describe is a one-line account of action a for a comment. Its parts
+// come from the trace (a model's description of the element among them):
+// each is a plain word or a quoted Go string.
 func describe(a Action) string {
-	s := a.Tool
+	s := commentWord(a.Tool)
 	if el, ok := elementOf(a); ok {
 		if el.role != "" {
-			s += " " + el.role
+			s += " " + commentWord(el.role)
 		}
 		if el.name != "" {
 			s += " " + strconv.Quote(el.name)
 		} else if el.css != "" {
-			s += " " + el.css
+			s += " " + strconv.Quote(el.css)
 		}
 	}
 	return oneLine(s, 160)
+}
+
+// plainWord matches a tool or role name that goes into a comment as is.
+var plainWord = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// commentWord is s as is when it is a plain word, else quoted.
+func commentWord(s string) string {
+	if plainWord.MatchString(s) {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // literal is the Go composite literal of the exported test's target type.

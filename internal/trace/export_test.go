@@ -471,7 +471,7 @@ func TestExportGoTestEveryTool(t *testing.T) {
 		`t.Fatal("unsupported: step 28 (browser_click) was aimed at an element that was not recorded: no DOM details: the element left the page")`,
 		`t.Fatalf("%s", "unsupported: step 29 (browser_hover) was aimed at an element that was not recorded: 100% gone: %d")`,
 		`onPage(t, page, 0, "(?i)^http://127\\.0\\.0\\.1:1/orders/[^/]+$")`,
-		"// Goal: Do everything\n// then // stop */  [31m\n",
+		"// Goal: \"Do everything\\nthen // stop */ \\x1b[31m\"\n",
 	} {
 		require.Contains(t, s, want)
 	}

@@ -1,0 +1,67 @@
+package trace_test
+
+import (
+	"context"
+	"go/format"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wayfinder/wayfinder/internal/trace"
+)
+
+// hostile is text a page or a model could put into a trace: a Go build
+// constraint on a line of its own, a byte order mark, a comment closer,
+// quotes, a backquote, a backslash, an escape sequence, a bidi override.
+const hostile = "x\n+build ignore\n//go:build ignore\n\ufeff */ ` \" \\ \x1b[31m \u202e %d"
+
+// vetted builds, lists and vets the exported test in a module of its own:
+// its one test function must be there (no build constraint keeps the
+// file out) and go vet must have nothing to say.
+func vetted(t *testing.T, pkg string, src []byte) {
+	t.Helper()
+	formatted, err := format.Source(src)
+	require.NoError(t, err)
+	require.Equal(t, string(src), string(formatted), "gofmt-ed")
+	m := newRodModule(t)
+	m.write(t, pkg, pkg+"_test.go", src)
+	out, ok := m.goTest(t, pkg, nil, "-list", ".")
+	require.True(t, ok, "%s\n%s", out, src)
+	require.Contains(t, out, "TestReview\n", "the test function is built:\n%s\n%s", out, src)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "vet", "./"+pkg)
+	cmd.Dir = m.dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
+	vet, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go vet:\n%s\n%s", vet, src)
+}
+
+// A hostile goal, start URL, element description or target is quoted in
+// the exported test's comments as in its code: no build constraint, no
+// character the Go scanner refuses.
+func TestReviewExportGoTestHostileComments(t *testing.T) {
+	t.Parallel()
+	page := trace.Signature{URLPattern: "http://127.0.0.1:1/form"}
+	tr := &trace.Trace{Format: trace.FormatVersion, Goal: hostile, StartURL: "http://127.0.0.1:1/form?q=\ufeff",
+		Actions: []trace.Action{
+			{Step: 1, Tool: "browser_click", Arguments: map[string]any{"target": map[string]any{"css": hostile, "role": hostile}},
+				Page: page, URL: "http://127.0.0.1:1/form"},
+			{Step: 2, Tool: "browser_click", Arguments: map[string]any{"ref": "@e1"}, Page: page, URL: "http://127.0.0.1:1/form",
+				Target: &trace.Fingerprint{Role: hostile, Name: hostile, Tag: "button", Text: hostile, Path: hostile,
+					Attrs: map[string]string{"id": hostile, "data-testid": hostile, "name": hostile}}},
+			{Step: 3, Tool: "browser_hover", Arguments: map[string]any{"ref": "@e1"}, TargetError: hostile, Page: page},
+			{Step: 4, Tool: "browser_wait", Arguments: map[string]any{"text": hostile}, Page: page},
+			{Step: 5, Tool: "browser_navigate", Arguments: map[string]any{"url": "http://127.0.0.1:1/" + hostile}, Page: page},
+		},
+		Final: trace.Final{URL: "http://127.0.0.1:1/done"}}
+	src, err := trace.ExportGoTest(tr, "review")
+	require.NoError(t, err)
+	require.NotContains(t, string(src), "\ufeff")
+	require.NotContains(t, string(src), "\x1b")
+	require.NotContains(t, string(src), "\u202e")
+	vetted(t, "hostile", src)
+}
