@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/wayfinder/wayfinder/internal/browser"
-	"github.com/wayfinder/wayfinder/internal/judge"
 	"github.com/wayfinder/wayfinder/internal/llm"
 	"github.com/wayfinder/wayfinder/internal/pool"
 	"github.com/wayfinder/wayfinder/internal/runner"
@@ -260,44 +259,8 @@ func measureEngine(ctx context.Context, p *pool.Pool, site *Site, pages []Page, 
 // runEngine runs the agent loop once on pg at url in a new context: the
 // scripted controller takes actions browser actions, then completes.
 func runEngine(ctx context.Context, p *pool.Pool, url string, pg Page, actions int) (*engineSink, error) {
-	lease, err := p.Lease(ctx, browser.SessionOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("lease: %w", err)
-	}
-	b := &leasedBrowser{pool: p, lease: lease}
-	defer b.release()
-	rec := &engineSink{}
-	params := runner.Params{
-		Goal: fmt.Sprintf("Benchmark: on this page, alternately click %s and fill the first text field, %d actions in all, then complete the task.",
-			pg.Click, actions),
-		StartURL:               url,
-		Policy:                 loopbackPolicy{},
-		MaxSteps:               actions + 1,
-		ScreenshotHistoryDepth: engineScreenshotDepth,
-		Controller:             scriptedController(pg.Click, actions),
-		JudgeStrategy:          runner.JudgeHeuristic,
-		Judge:                  &judge.Heuristic{},
-	}
-	res, err := (&runner.Runner{}).Run(ctx, b, params, rec)
-	if err != nil {
-		return rec, err
-	}
-	if res.Status != runner.StatusCompleted {
-		msg := "the run ended " + res.Status.String()
-		if res.Err != nil {
-			msg += ": " + res.Err.Error()
-		}
-		return rec, errors.New(msg)
-	}
-	steps, _ := rec.recorded()
-	for _, st := range steps {
-		for _, a := range st.Actions {
-			if a.Outcome != "ok" {
-				return rec, fmt.Errorf("step %d: %s: %s %s", st.Number, a.Tool, a.Outcome, a.Message)
-			}
-		}
-	}
-	return rec, nil
+	_, rec, err := agentRun(ctx, p, url, pg, actions, nil)
+	return rec, err
 }
 
 // scriptedController answers at once: click target, fill the first text

@@ -319,7 +319,6 @@ func agentRun(ctx context.Context, p *pool.Pool, url string, pg Page, actions in
 	b := &leasedBrowser{pool: p, lease: lease}
 	defer b.release()
 	rec := &engineSink{}
-	// The engine's run (runEngine), which it builds inline.
 	params := runner.Params{
 		Goal: fmt.Sprintf("Benchmark: on this page, alternately click %s and fill the first text field, %d actions in all, then complete the task.",
 			pg.Click, actions),
