@@ -144,7 +144,9 @@ func (ru *run) replayAnswer() (*llm.Response, *divergence) {
 		if relocated {
 			rp.report.Relocated++
 		}
-	case hasRef:
+	case hasRef || a.TargetError != "":
+		// An element action without a fingerprint (a ref, or a description
+		// that named no single element): which element it was is unknown.
 		why := a.TargetError
 		if why == "" {
 			why = "no fingerprint was recorded"

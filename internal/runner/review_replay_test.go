@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -162,4 +164,49 @@ func TestReplayHealNoteIsBounded(t *testing.T) {
 	text := requestText(m.Requests()[0])
 	require.Contains(t, text, "The recorded path went on with these actions")
 	require.Less(t, strings.Count(text, "browser_check"), 100, "the note lists a bounded number of the remaining actions")
+}
+
+// An element action the model aimed by a description that named no single
+// element has no fingerprint: the replay cannot tell which element it was
+// and leaves the path rather than act on whichever the description finds
+// first.
+func TestReplayUnfingerprintedDescriptionDiverges(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	row := func(who string) string {
+		return `<li>` + who + ` <form action="/deleted" method="get"><input type="hidden" name="u" value="` + who + `"><button>Delete</button></form></li>`
+	}
+	ps := &pages{m: map[string]string{"/users": `<!doctype html><title>Users</title><h1>Users</h1><ul>` + row("alice") + row("bob") + `</ul>`,
+		"/deleted": `<!doctype html><title>Deleted</title><h1>User deleted</h1>`}}
+	ps.serve(s, "/users")
+	var mu sync.Mutex
+	var deleted []string
+	s.mux.HandleFunc("/deleted", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		deleted = append(deleted, r.URL.Query().Get("u"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(`<!doctype html><title>Deleted</title><h1>User deleted</h1>`))
+	})
+	rec := llm.NewScripted("controller",
+		llm.Reply("delete alice", llm.Call(ToolClick, map[string]any{"target": map[string]any{"role": "button", "name": "Delete"}})),
+		completeTurn("success", "the page says User deleted"))
+	p := params(s, rec)
+	p.Goal, p.StartURL = "Delete the user alice", s.URL+"/users"
+	res, _ := execute(t, runCtx(t), nil, p)
+	require.Equal(t, StatusCompleted, res.Status, "%+v", res.Err)
+	require.Len(t, res.Trace.Actions, 1)
+	require.Nil(t, res.Trace.Actions[0].Target, "two buttons are named Delete")
+	require.Equal(t, []string{"alice"}, deleted)
+
+	// Bob's row now comes first.
+	ps.set("/users", `<!doctype html><title>Users</title><h1>Users</h1><ul>`+row("bob")+row("alice")+`</ul>`)
+	p.Controller = llm.NewScripted("controller")
+	p.Replay = &Replay{Trace: res.Trace, Strict: true, PageWait: 2 * time.Second}
+	again, _ := execute(t, runCtx(t), nil, p)
+	require.Equal(t, StatusError, again.Status)
+	require.Equal(t, CategoryReplayDiverged, again.Err.Category)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"alice"}, deleted, "the replay deleted nobody")
 }
