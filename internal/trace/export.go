@@ -412,9 +412,22 @@ func oneLine(s string, n int) string {
 // (switching tabs, a custom tool, an element whose fingerprint was not
 // recorded) is a t.Fatal line naming the step.
 func ExportGoTest(t *Trace, name string) ([]byte, error) {
-	g := &goGen{}
+	// The body first: the secrets its values read are the ones the test
+	// asks the environment for (an action that cannot be replayed reads
+	// none, and an unused variable would not compile).
+	body := &goGen{}
+	body.body(t)
+	g := &goGen{secrets: body.secrets}
+	slices.Sort(g.secrets)
 	g.header(t, testName(name))
-	g.body(t)
+	if len(g.secrets) > 0 {
+		q := make([]string, len(g.secrets))
+		for i, env := range g.secrets {
+			q[i] = strconv.Quote(env)
+		}
+		g.printf("secret := secrets(t, %s)\n", strings.Join(q, ", "))
+	}
+	g.src.WriteString(body.src.String())
 	g.src.WriteString("}\n\n")
 	g.src.WriteString(goTestHelpers)
 	out, err := format.Source([]byte(g.src.String()))
@@ -445,7 +458,7 @@ func testName(name string) string {
 // goGen writes an exported Go test.
 type goGen struct {
 	src     strings.Builder
-	secrets []string // environment variables of the secrets used
+	secrets []string // environment variables of the secrets the values read
 }
 
 func (g *goGen) printf(format string, a ...any) {
@@ -465,7 +478,6 @@ func (g *goGen) header(t *Trace, fn string) {
 	// constraint or a directive, nor hold a character the scanner refuses.
 	g.printf("// Goal: %s\n", strconv.Quote(t.Goal))
 	g.printf("// Start URL: %s\n", strconv.Quote(t.StartURL))
-	g.secrets = secretEnvs(t)
 	g.printf(`//
 // Chromium is -browser PATH, else $ROD_BROWSER_BIN, else one on PATH; the
 // test never downloads one. Run it in a directory of its own in a module
@@ -502,32 +514,7 @@ func %s(t *testing.T) {
 `, fn, fn)
 }
 
-// secretEnvs are the environment variables of the secrets t's actions
-// use, sorted.
-func secretEnvs(t *Trace) []string {
-	var out []string
-	for _, a := range t.Actions {
-		for _, v := range a.Arguments {
-			s, _ := v.(string)
-			for _, m := range placeholderPattern.FindAllStringSubmatch(s, -1) {
-				if env := SecretEnv(strings.ToLower(m[1])); !slices.Contains(out, env) {
-					out = append(out, env)
-				}
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 func (g *goGen) body(t *Trace) {
-	if len(g.secrets) > 0 {
-		g.printf("secret := secrets(t")
-		for _, env := range g.secrets {
-			g.printf(", %s", strconv.Quote(env))
-		}
-		g.printf(")\n")
-	}
 	w, h := viewport(t)
 	g.printf("page := start(t, %s, %d, %d)\n", strconv.Quote(t.StartURL), w, h)
 	at := URLPattern(t.StartURL)
@@ -701,7 +688,11 @@ func (g *goGen) value(s string) string {
 		if l[0] > last {
 			parts = append(parts, strconv.Quote(s[last:l[0]]))
 		}
-		parts = append(parts, "secret["+strconv.Quote(SecretEnv(strings.ToLower(s[l[2]:l[3]])))+"]")
+		env := SecretEnv(strings.ToLower(s[l[2]:l[3]]))
+		if !slices.Contains(g.secrets, env) {
+			g.secrets = append(g.secrets, env)
+		}
+		parts = append(parts, "secret["+strconv.Quote(env)+"]")
 		last = l[1]
 	}
 	if last < len(s) {

@@ -5,6 +5,7 @@ import (
 	"go/format"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +65,31 @@ func TestReviewExportGoTestHostileComments(t *testing.T) {
 	require.NotContains(t, string(src), "\x1b")
 	require.NotContains(t, string(src), "\u202e")
 	vetted(t, "hostile", src)
+}
+
+// A secret whose action cannot be replayed (its element was not recorded)
+// is not read: a `secret` variable no statement uses would not compile.
+func TestReviewExportGoTestUnusedSecret(t *testing.T) {
+	t.Parallel()
+	page := trace.Signature{URLPattern: "http://127.0.0.1:1/login"}
+	tr := &trace.Trace{Format: trace.FormatVersion, Goal: "Log in", StartURL: "http://127.0.0.1:1/login",
+		Actions: []trace.Action{
+			{Step: 1, Tool: "browser_fill", Arguments: map[string]any{"ref": "@e3", "value": "{{password}}"},
+				TargetError: "no DOM details: the element left the page", Page: page},
+			{Step: 2, Tool: "browser_navigate", Arguments: map[string]any{"url": "http://127.0.0.1:1/{{token}}"}, Page: page},
+		},
+		Final: trace.Final{URL: "http://127.0.0.1:1/home"}}
+	src, err := trace.ExportGoTest(tr, "review")
+	require.NoError(t, err)
+	require.NotContains(t, string(src), "secret :=")
+	vetted(t, "unused", src)
+
+	// A secret that is typed is read.
+	tr.Actions = append(tr.Actions, trace.Action{Step: 3, Tool: "browser_type", Arguments: map[string]any{"text": "{{ Password }}!"}, Page: page})
+	src, err = trace.ExportGoTest(tr, "review")
+	require.NoError(t, err)
+	require.Contains(t, string(src), `secret := secrets(t, "WAYFINDER_SECRET_PASSWORD")`)
+	require.Contains(t, string(src), `typeText(t, page, 3, nil, secret["WAYFINDER_SECRET_PASSWORD"]+"!")`)
+	require.Equal(t, 1, strings.Count(string(src), "WAYFINDER_SECRET_PASSWORD\")"), "read once")
+	vetted(t, "used", src)
 }
