@@ -646,6 +646,11 @@ func (g *goGen) action(a Action) {
 	case toolWait:
 		secs, _ := ar.num("seconds")
 		timeout, _ := ar.num("timeout_ms")
+		// The runner allows waits up to 30s (its arithmetic can wrap
+		// past that check); more would overflow a time.Duration constant.
+		const maxWaitMS = 30_000
+		timeout = max(0, min(timeout, maxWaitMS))
+		secs = min(secs, maxWaitMS/1000)
 		switch {
 		case ar.str("text") != "":
 			g.printf("waitText(t, page, %d, %s, %d*time.Millisecond)\n", step, strconv.Quote(ar.str("text")), int64(timeout))

@@ -93,3 +93,19 @@ func TestReviewExportGoTestUnusedSecret(t *testing.T) {
 	require.Equal(t, 1, strings.Count(string(src), "WAYFINDER_SECRET_PASSWORD\")"), "read once")
 	vetted(t, "used", src)
 }
+
+// Waits the runner took (its arithmetic wraps) do not become constant
+// expressions that overflow time.Duration.
+func TestReviewExportGoTestHugeWaits(t *testing.T) {
+	t.Parallel()
+	page := trace.Signature{URLPattern: "http://127.0.0.1:1/form"}
+	tr := &trace.Trace{Format: trace.FormatVersion, Goal: "Wait", StartURL: "http://127.0.0.1:1/form",
+		Actions: []trace.Action{
+			{Step: 1, Tool: "browser_wait", Arguments: map[string]any{"seconds": 1e300}, Page: page},
+			{Step: 2, Tool: "browser_wait", Arguments: map[string]any{"text": "Saved", "timeout_ms": 9e18}, Page: page},
+		},
+		Final: trace.Final{URL: "http://127.0.0.1:1/form"}}
+	src, err := trace.ExportGoTest(tr, "review")
+	require.NoError(t, err)
+	vetted(t, "waits", src)
+}
