@@ -307,6 +307,15 @@ func stepLine(a Action) (string, error) {
 		if u == "" || strings.ContainsAny(u, " \t\r\n") {
 			return "", fmt.Errorf("the URL %q cannot be written as a step: %w", u, ErrNotExportable)
 		}
+		if strings.ContainsAny(u[len(u)-1:], ".!,;") {
+			// The grammar drops a sentence's final punctuation outside
+			// quotes.
+			q, err := stepQuote(u)
+			if err != nil {
+				return "", err
+			}
+			return "Open " + q, nil
+		}
 		return "Open " + u, nil
 	case toolWait:
 		switch secs, _ := ar.num("seconds"); {

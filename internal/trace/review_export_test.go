@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wayfinder/wayfinder/internal/llm/steps"
 	"github.com/wayfinder/wayfinder/internal/trace"
 )
 
@@ -108,4 +109,22 @@ func TestReviewExportGoTestHugeWaits(t *testing.T) {
 	src, err := trace.ExportGoTest(tr, "review")
 	require.NoError(t, err)
 	vetted(t, "waits", src)
+}
+
+// A URL a step opens reads back whole: the grammar drops a sentence's
+// final period, exclamation mark, comma or semicolon outside quotes.
+func TestReviewExportStepsOpenURL(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"http://x.example/wiki/Inc.", "http://x.example/go!", "http://x.example/a,", "http://x.example/a;", "http://x.example/a.b"} {
+		tr := &trace.Trace{Format: trace.FormatVersion, Goal: "g", StartURL: "http://x.example/",
+			Actions: []trace.Action{{Step: 1, Tool: "browser_navigate", Arguments: map[string]any{"url": u}}},
+			Final:   trace.Final{URL: "http://x.example/done"}}
+		out, err := trace.ExportSteps(tr)
+		require.NoError(t, err)
+		st, err := steps.Parse(out)
+		require.NoError(t, err, out)
+		require.Len(t, st, 2, out)
+		require.Equal(t, steps.Open, st[0].Kind, out)
+		require.Equal(t, u, st[0].Target, out)
+	}
 }
