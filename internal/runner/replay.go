@@ -80,6 +80,9 @@ type replayState struct {
 	claimed   bool // the end of the trace was reached and success claimed
 	// failed is why the last replayed action did not succeed.
 	failed *divergence
+	// acted and moved: the current step's replayed action, counted in
+	// the report, and whether its target was relocated.
+	acted, moved bool
 	report ReplayReport
 }
 
@@ -94,6 +97,7 @@ func (ru *run) replaying() bool { return ru.rp != nil && ru.rp.following }
 // cannot go on.
 func (ru *run) replayAnswer() (*llm.Response, *divergence) {
 	rp := ru.rp
+	rp.acted, rp.moved = false, false
 	if rp.failed != nil {
 		return nil, rp.failed
 	}
@@ -143,6 +147,7 @@ func (ru *run) replayAnswer() (*llm.Response, *divergence) {
 		delete(args, "target")
 		if relocated {
 			rp.report.Relocated++
+			rp.moved = true
 		}
 	case hasRef || a.TargetError != "":
 		// An element action without a fingerprint (a ref, or a description
@@ -159,6 +164,7 @@ func (ru *run) replayAnswer() (*llm.Response, *divergence) {
 	}
 	rp.next++
 	rp.report.Replayed++
+	rp.acted = true
 	// Redacted as a model's answer is: a value of the trace that is a
 	// secret of this run becomes its placeholder, typed only on its domains.
 	return ru.redact.Response(&llm.Response{
@@ -278,11 +284,19 @@ func describeTarget(fp trace.Fingerprint) string {
 }
 
 // replayOutcome is checked after a replayed step: an action that did not
-// succeed is a divergence at the next step.
+// succeed is a divergence at the next step, and not counted as replayed.
 func (ru *run) replayOutcome() *divergence {
+	rp := ru.rp
 	for _, a := range ru.rec.Actions {
 		if a.Tool != ToolComplete && a.Outcome != "ok" {
-			return &divergence{fmt.Sprintf("action %d (%s) failed: %s %s", ru.rp.next, a.Tool, a.Outcome, a.Message)}
+			if rp.acted {
+				rp.report.Replayed--
+				if rp.moved {
+					rp.report.Relocated--
+				}
+				rp.acted, rp.moved = false, false
+			}
+			return &divergence{fmt.Sprintf("action %d (%s) failed: %s %s", rp.next, a.Tool, a.Outcome, a.Message)}
 		}
 	}
 	return nil

@@ -210,3 +210,21 @@ func TestReplayUnfingerprintedDescriptionDiverges(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, []string{"alice"}, deleted, "the replay deleted nobody")
 }
+
+// An action the replay took that failed is not counted as replayed: the
+// model took it over.
+func TestReplayFailedActionIsNotCountedReplayed(t *testing.T) {
+	t.Parallel()
+	s, ps, tr := recordProfile(t)
+	// The Save button moved (relocated by its id) and is disabled.
+	ps.set("/profile", strings.Replace(profilePage, `<button type="submit" id="save">Save</button> <button type="button">Cancel</button>`,
+		`<button type="button">Cancel</button> <button type="submit" id="save" disabled>Save</button>`, 1))
+	m := llm.NewScripted("controller", completeTurn("failed", "the Save button is disabled"))
+	p := profileParams(s, m)
+	p.Replay = &Replay{Trace: tr, PageWait: 2 * time.Second}
+	res, _ := execute(t, runCtx(t), nil, p)
+	require.True(t, res.Replay.Healed, res.Replay.Divergence)
+	require.Contains(t, res.Replay.Divergence, "action 3 (browser_click) failed")
+	require.Equal(t, 2, res.Replay.Replayed, "the failed click is the model's to take again")
+	require.Zero(t, res.Replay.Relocated)
+}
