@@ -83,7 +83,7 @@ type replayState struct {
 	// acted and moved: the current step's replayed action, counted in
 	// the report, and whether its target was relocated.
 	acted, moved bool
-	report ReplayReport
+	report       ReplayReport
 }
 
 // divergence is why a replay cannot take its next action.
