@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -82,10 +83,11 @@ func (s *TraceService) GetTrace(ctx context.Context, req *wfv1.GetTraceRequest) 
 // PinTrace implements wayfinder.v1.TraceService: pinning unpins the
 // task's other traces.
 func (s *TraceService) PinTrace(ctx context.Context, req *wfv1.PinTraceRequest) (*wfv1.Trace, error) {
-	if err := requireID("trace_id", req.GetTraceId()); err != nil {
+	id, err := traceID(req.GetTraceId())
+	if err != nil {
 		return nil, err
 	}
-	st, err := s.store.PinTrace(ctx, tenant.ID(ctx), req.GetTraceId(), req.GetPinned())
+	st, err := s.store.PinTrace(ctx, tenant.ID(ctx), id, req.GetPinned())
 	if err != nil {
 		return nil, err
 	}
@@ -95,10 +97,11 @@ func (s *TraceService) PinTrace(ctx context.Context, req *wfv1.PinTraceRequest) 
 // DeleteTrace implements wayfinder.v1.TraceService; the run that recorded
 // the trace stays.
 func (s *TraceService) DeleteTrace(ctx context.Context, req *wfv1.DeleteTraceRequest) (*emptypb.Empty, error) {
-	if err := requireID("trace_id", req.GetTraceId()); err != nil {
+	id, err := traceID(req.GetTraceId())
+	if err != nil {
 		return nil, err
 	}
-	if err := s.store.DeleteTrace(ctx, tenant.ID(ctx), req.GetTraceId()); err != nil {
+	if err := s.store.DeleteTrace(ctx, tenant.ID(ctx), id); err != nil {
 		return nil, err
 	}
 	return &emptypb.Empty{}, nil
@@ -157,10 +160,21 @@ func exportErr(err error) error {
 // ownTrace returns the caller's trace id. Another tenant's trace is
 // NOT_FOUND, as are IDs that are no UUID (as runs treat theirs).
 func (s *TraceService) ownTrace(ctx context.Context, id string) (*store.Trace, error) {
-	if err := requireID("trace_id", id); err != nil {
+	id, err := traceID(id)
+	if err != nil {
 		return nil, err
 	}
 	return s.store.GetTrace(ctx, tenant.ID(ctx), id)
+}
+
+// traceID checks a request's trace_id (requireID) and returns it as the
+// canonical UUID: uuid.Parse reads forms Postgres does not (urn:uuid:…),
+// which would make the query fail as an internal error.
+func traceID(id string) (string, error) {
+	if err := requireID("trace_id", id); err != nil {
+		return "", err
+	}
+	return uuid.MustParse(id).String(), nil
 }
 
 // decodeTrace reads a stored trace; one of a format newer than this

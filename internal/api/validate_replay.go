@@ -63,10 +63,15 @@ func checkReplay(ctx context.Context, st *store.Store, params *wfv1.RunParams) e
 		}
 		return err
 	}
-	if _, err := uuid.Parse(id); err != nil {
+	u, err := uuid.Parse(id)
+	if err != nil {
 		v.Add("params.replay.trace_id", "no trace %q (a trace is named by the UUID of the run that recorded it)", truncateName(id))
 		return violationsErr(&v, ReasonTraceNotFound)
 	}
+	// The run stores the canonical ID, which the worker looks the trace
+	// up by (Postgres reads no urn:uuid: form).
+	id = u.String()
+	r.TraceId = id
 	tr, err := st.GetTrace(ctx, tenant.ID(ctx), id)
 	switch {
 	case errors.Is(err, fault.ErrNotFound):
