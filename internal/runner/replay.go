@@ -327,6 +327,11 @@ func (ru *run) diverge(d *divergence) (Result, bool) {
 			fmt.Fprintf(&b, "\n(and %d more)", len(rest)-maxHealHint)
 		}
 	}
+	if ru.obs != nil {
+		// The page may have changed since the snapshot in the history (a
+		// wait for the expected page ends with a new one): refs are these.
+		b.WriteString("\nThe page now:\n" + untrusted(ru.obs.text))
+	}
 	ru.pending = append(ru.pending, b.String())
 	return Result{}, false
 }

@@ -228,3 +228,20 @@ func TestReplayFailedActionIsNotCountedReplayed(t *testing.T) {
 	require.Equal(t, 2, res.Replay.Replayed, "the failed click is the model's to take again")
 	require.Zero(t, res.Replay.Relocated)
 }
+
+// When the replay leaves the path because the page did not come, the model
+// is shown the page as it is now, not only the older snapshot it has in
+// its history (whose refs no longer hold).
+func TestReplayHealShowsTheCurrentPage(t *testing.T) {
+	t.Parallel()
+	s, ps, tr := recordProfile(t)
+	ps.set("/profile", `<!doctype html><title>Loading</title><p>Loading your profile</p>
+<script>setTimeout(() => { document.title = "Zeta"; document.body.innerHTML = '<h1>Zeta page</h1><a href="/saved">Zeta link</a>'; }, 1500)</script>`)
+	m := llm.NewScripted("controller", completeTurn("failed", "cannot"))
+	p := profileParams(s, m)
+	p.Replay = &Replay{Trace: tr, PageWait: 4 * time.Second}
+	res, _ := execute(t, runCtx(t), nil, p)
+	require.True(t, res.Replay.Healed)
+	require.Equal(t, 1, res.Replay.DivergedAt)
+	require.Contains(t, requestText(m.Requests()[0]), "Zeta link", "the page the model takes over on")
+}
