@@ -129,7 +129,9 @@ func printTrace(w io.Writer, t *wfv1.Trace) {
 	var b strings.Builder
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(&b, "%-12s %s\n", k+":", v)
+			// A start URL may hold C1 and bidi controls (url.Parse lets
+			// them through): no text of a trace drives the terminal.
+			fmt.Fprintf(&b, "%-12s %s\n", k+":", oneLine(v, 4096))
 		}
 	}
 	row("trace", t.GetId())
@@ -152,7 +154,7 @@ func printTrace(w io.Writer, t *wfv1.Trace) {
 	for _, a := range t.GetActions() {
 		fmt.Fprintf(&b, "  %3d  %s", a.GetStep(), traceActionText(a))
 		if a.GetUrlPattern() != "" {
-			fmt.Fprintf(&b, "  on %s", a.GetUrlPattern())
+			fmt.Fprintf(&b, "  on %s", oneLine(a.GetUrlPattern(), 4096))
 		}
 		b.WriteString("\n")
 		if e := a.GetTargetError(); e != "" {
@@ -172,10 +174,10 @@ func printTrace(w io.Writer, t *wfv1.Trace) {
 // traceActionText is a recorded action on one line: its tool, its
 // target's role and name, and its main argument.
 func traceActionText(a *wfv1.TraceAction) string {
-	s := a.GetTool()
+	s := oneLine(a.GetTool(), 80)
 	if tg := a.GetTarget().AsMap(); tg != nil {
 		if r, _ := tg["role"].(string); r != "" {
-			s += " " + r
+			s += " " + oneLine(r, 80)
 		}
 		if n, _ := tg["name"].(string); n != "" {
 			s += " " + strconv.Quote(oneLine(n, 80))
