@@ -304,7 +304,7 @@ func stepLine(a Action) (string, error) {
 		return "Press " + k, nil
 	case toolNavigate:
 		u := ar.str("url")
-		if u == "" || strings.ContainsAny(u, " \t\r\n") {
+		if u == "" || strings.ContainsAny(u, " \t\r\n") || strings.ContainsFunc(u, controlRune) {
 			return "", fmt.Errorf("the URL %q cannot be written as a step: %w", u, ErrNotExportable)
 		}
 		if strings.ContainsAny(u[len(u)-1:], ".!,;") {
@@ -369,6 +369,11 @@ func stepQuote(s string) (string, error) {
 	if strings.ContainsAny(s, "\r\n") {
 		return "", fmt.Errorf("%q spans lines: %w", oneLine(s, 40), ErrNotExportable)
 	}
+	if strings.ContainsFunc(s, controlRune) {
+		// A step list is a text shown in terminals and pages: no escape
+		// sequence or reordering of a page's text goes into one.
+		return "", fmt.Errorf("%q holds a control character: %w", oneLine(s, 40), ErrNotExportable)
+	}
 	for _, q := range stepQuotes {
 		if !strings.Contains(s, q[1]) {
 			return q[0] + s + q[1], nil
@@ -377,13 +382,19 @@ func stepQuote(s string) (string, error) {
 	return "", fmt.Errorf("%q holds every kind of quote: %w", oneLine(s, 40), ErrNotExportable)
 }
 
+// controlRune reports whether r is a control, line separator or bidi
+// control character.
+func controlRune(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r)
+}
+
 // commentLines splits s into lines safe in a comment: control characters
 // (but the line breaks it is split at) are spaces.
 func commentLines(s string) []string {
 	var out []string
 	for _, l := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
 		out = append(out, strings.TrimRightFunc(strings.Map(func(r rune) rune {
-			if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r) {
+			if controlRune(r) {
 				return ' '
 			}
 			return r

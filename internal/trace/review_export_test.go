@@ -128,3 +128,22 @@ func TestReviewExportStepsOpenURL(t *testing.T) {
 		require.Equal(t, u, st[0].Target, out)
 	}
 }
+
+// A step list holds no control or bidi character (the CLI writes it to a
+// terminal as it is): an action whose name, value or URL holds one has no
+// step.
+func TestReviewExportStepsControls(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"\x1b]0;owned\a", "\u009b2J", "\u202eevil", "a\tb"} {
+		for _, a := range []trace.Action{
+			{Step: 1, Tool: "browser_click", Arguments: map[string]any{"ref": "@e1"}, Target: &trace.Fingerprint{Role: "button", Name: "Save" + bad}},
+			{Step: 1, Tool: "browser_fill", Arguments: map[string]any{"ref": "@e1", "value": "v" + bad}, Target: &trace.Fingerprint{Role: "textbox", Name: "Name"}},
+			{Step: 1, Tool: "browser_navigate", Arguments: map[string]any{"url": "http://x.example/" + bad}},
+		} {
+			tr := &trace.Trace{Format: trace.FormatVersion, Goal: "g" + bad, StartURL: "http://x.example/", Actions: []trace.Action{a},
+				Final: trace.Final{URL: "http://x.example/done"}}
+			out, err := trace.ExportSteps(tr)
+			require.ErrorIs(t, err, trace.ErrNotExportable, "%q", out)
+		}
+	}
+}
