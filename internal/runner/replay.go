@@ -87,7 +87,12 @@ type replayState struct {
 }
 
 // divergence is why a replay cannot take its next action.
-type divergence struct{ why string }
+type divergence struct {
+	why string
+	// step is the step it happened at, when not the current one (an
+	// action that failed in the step before).
+	step int
+}
 
 // replaying says whether the replay drives the run's next turn.
 func (ru *run) replaying() bool { return ru.rp != nil && ru.rp.following }
@@ -102,7 +107,7 @@ func (ru *run) replayAnswer() (*llm.Response, *divergence) {
 		return nil, rp.failed
 	}
 	if ru.humanSteps > 0 {
-		return nil, &divergence{"a person took over the browser"}
+		return nil, &divergence{why: "a person took over the browser"}
 	}
 	if g := ru.cps.guard; g >= 0 {
 		// A rejection stops the replay: only a model may look for another
@@ -111,13 +116,13 @@ func (ru *run) replayAnswer() (*llm.Response, *divergence) {
 		if name == "" {
 			name = fmt.Sprintf("checkpoint %d", g+1)
 		}
-		return nil, &divergence{"a human rejected continuing at the checkpoint " + strconvQuote(name)}
+		return nil, &divergence{why: "a human rejected continuing at the checkpoint " + strconvQuote(name)}
 	}
 	if rp.claimed {
-		return nil, &divergence{"the goal was not confirmed at the end of the recorded path"}
+		return nil, &divergence{why: "the goal was not confirmed at the end of the recorded path"}
 	}
 	if ru.obs == nil || ru.page == nil {
-		return nil, &divergence{"the page is not at hand"}
+		return nil, &divergence{why: "the page is not at hand"}
 	}
 	// Custom tools, get_snapshot, complete_task, request_human_approval
 	// and anything else that is not a browser action are not replayed.
@@ -140,7 +145,7 @@ func (ru *run) replayAnswer() (*llm.Response, *divergence) {
 	case a.Target != nil:
 		ref, relocated, d := ru.resolveTarget(*a.Target)
 		if d != nil {
-			return nil, &divergence{fmt.Sprintf("action %d (%s %s): %s", rp.next+1, a.Tool, describeTarget(*a.Target), d.why)}
+			return nil, &divergence{why: fmt.Sprintf("action %d (%s %s): %s", rp.next+1, a.Tool, describeTarget(*a.Target), d.why)}
 		}
 		// The element found stands for the recorded ref or description.
 		args["ref"] = ref
@@ -156,11 +161,11 @@ func (ru *run) replayAnswer() (*llm.Response, *divergence) {
 		if why == "" {
 			why = "no fingerprint was recorded"
 		}
-		return nil, &divergence{fmt.Sprintf("action %d (%s): its target cannot be found again: %s", rp.next+1, a.Tool, why)}
+		return nil, &divergence{why: fmt.Sprintf("action %d (%s): its target cannot be found again: %s", rp.next+1, a.Tool, why)}
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {
-		return nil, &divergence{fmt.Sprintf("action %d (%s): %v", rp.next+1, a.Tool, err)}
+		return nil, &divergence{why: fmt.Sprintf("action %d (%s): %v", rp.next+1, a.Tool, err)}
 	}
 	rp.next++
 	rp.report.Replayed++
@@ -188,7 +193,7 @@ func (ru *run) replayClaim() (*llm.Response, *divergence) {
 	}
 	raw, err := json.Marshal(map[string]any{"status": "success", "reason": reason})
 	if err != nil {
-		return nil, &divergence{err.Error()}
+		return nil, &divergence{why: err.Error()}
 	}
 	return ru.redact.Response(&llm.Response{
 		Text:      "The recorded path was replayed; claiming the goal for verification.",
@@ -217,7 +222,7 @@ func (ru *run) awaitPage(want trace.Signature, what string) *divergence {
 	for time.Now().Before(deadline) {
 		select {
 		case <-ru.ctx.Done():
-			return &divergence{"the run was interrupted"}
+			return &divergence{why: "the run was interrupted"}
 		case <-time.After(pagePoll):
 		}
 		bctx, cancel := ru.browserCtx()
@@ -235,7 +240,7 @@ func (ru *run) awaitPage(want trace.Signature, what string) *divergence {
 	}
 	// The page as it is now is what the controller (or the record) sees.
 	ru.takeObservation(nil)
-	return &divergence{fmt.Sprintf("%s expects the page %s, the browser shows %s (similarity %.2f after %s)",
+	return &divergence{why: fmt.Sprintf("%s expects the page %s, the browser shows %s (similarity %.2f after %s)",
 		what, want.URLPattern, trace.URLPattern(ru.obs.url), sim, wait)}
 }
 
@@ -270,7 +275,7 @@ func (ru *run) resolveTarget(fp trace.Fingerprint) (ref string, relocated bool, 
 			}
 			why += " (best " + fmt.Sprintf("%.2f", res.Score) + "; next: " + strings.Join(alt, ", ") + ")"
 		}
-		return "", false, &divergence{why}
+		return "", false, &divergence{why: why}
 	}
 	return res.Ref, res.Ref != fp.Ref, nil
 }
@@ -289,14 +294,16 @@ func (ru *run) replayOutcome() *divergence {
 	rp := ru.rp
 	for _, a := range ru.rec.Actions {
 		if a.Tool != ToolComplete && a.Outcome != "ok" {
+			d := &divergence{why: fmt.Sprintf("action %d (%s) failed: %s %s", rp.next, a.Tool, a.Outcome, a.Message), step: ru.step}
 			if rp.acted {
 				rp.report.Replayed--
 				if rp.moved {
 					rp.report.Relocated--
 				}
 				rp.acted, rp.moved = false, false
+				rp.next-- // not done: the model is told to do it
 			}
-			return &divergence{fmt.Sprintf("action %d (%s) failed: %s %s", rp.next, a.Tool, a.Outcome, a.Message)}
+			return d
 		}
 	}
 	return nil
@@ -308,16 +315,20 @@ func (ru *run) replayOutcome() *divergence {
 func (ru *run) diverge(d *divergence) (Result, bool) {
 	rp := ru.rp
 	rp.following = false
-	rp.report.DivergedAt, rp.report.Divergence = ru.step, d.why
+	at := ru.step
+	if d.step > 0 {
+		at = d.step
+	}
+	rp.report.DivergedAt, rp.report.Divergence = at, d.why
 	if rp.p.Strict {
 		ru.rec.Actor = ActorReplay
-		return Result{Status: StatusError, Err: &Error{Category: CategoryReplayDiverged, Step: ru.step,
-			Message: fmt.Sprintf("the replay diverged from its trace at step %d: %s", ru.step, d.why)}}, true
+		return Result{Status: StatusError, Err: &Error{Category: CategoryReplayDiverged, Step: at,
+			Message: fmt.Sprintf("the replay diverged from its trace at step %d: %s", at, d.why)}}, true
 	}
 	rp.report.Healed = true
 	ru.rec.Actor = "model"
 	var b strings.Builder
-	fmt.Fprintf(&b, "This run was replaying a recorded path to the goal without a model. At step %d it left the path: %s. Continue from the current page yourself.", ru.step, d.why)
+	fmt.Fprintf(&b, "This run was replaying a recorded path to the goal without a model. At step %d it left the path: %s. Continue from the current page yourself.", at, d.why)
 	if rest := rp.p.Trace.Actions[min(rp.next, len(rp.p.Trace.Actions)):]; len(rest) > 0 {
 		b.WriteString(" The recorded path went on with these actions (the page may have changed since; use them as a guide, not as refs):")
 		for i, a := range rest[:min(len(rest), maxHealHint)] {

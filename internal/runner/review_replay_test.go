@@ -227,6 +227,19 @@ func TestReplayFailedActionIsNotCountedReplayed(t *testing.T) {
 	require.Contains(t, res.Replay.Divergence, "action 3 (browser_click) failed")
 	require.Equal(t, 2, res.Replay.Replayed, "the failed click is the model's to take again")
 	require.Zero(t, res.Replay.Relocated)
+	require.Equal(t, 3, res.Replay.DivergedAt, "the step of the failed action, not the one after")
+	text := requestText(m.Requests()[0])
+	require.Contains(t, text, "The recorded path went on with these actions")
+	require.Contains(t, text, `1. browser_click button "Save"`, "the failed action is the first the model is told to take")
+
+	// Strict: the run ends naming the step of the failed action.
+	p = profileParams(s, llm.NewScripted("controller"))
+	p.Replay = &Replay{Trace: tr, Strict: true, PageWait: 2 * time.Second}
+	res, _ = execute(t, runCtx(t), nil, p)
+	require.Equal(t, StatusError, res.Status)
+	require.Equal(t, 3, res.Replay.DivergedAt)
+	require.Equal(t, 3, res.Err.Step)
+	require.Contains(t, res.Err.Message, "diverged from its trace at step 3: action 3 (browser_click) failed")
 }
 
 // When the replay leaves the path because the page did not come, the model
