@@ -82,9 +82,8 @@ func (w *Worker) planReplay(ctx context.Context, run *wfv1.Run, key string, keyE
 		if strict {
 			return diverged("the trace cannot be read: " + err.Error())
 		}
-		plan.report.Outcome = wfv1.ReplayOutcome_REPLAY_OUTCOME_HEALED
+		plan.report.Outcome = wfv1.ReplayOutcome_REPLAY_OUTCOME_NO_TRACE
 		plan.report.Divergence = "the trace cannot be read (" + err.Error() + "); the model ran the task"
-		plan.report.DivergedAtStep = 1
 		return plan, nil
 	}
 	if run.GetStepCount() > 0 {
@@ -145,6 +144,16 @@ func (p *replayPlan) healedFrom() string {
 		return ""
 	}
 	return p.source.RunID
+}
+
+// finishReplayed finishes the run with o and counts its replay, once the
+// outcome is stored (a retried job would otherwise count it twice).
+func (w *Worker) finishReplayed(ctx context.Context, runID string, o store.Outcome) (*wfv1.Run, error) {
+	final, err := w.cfg.Store.FinishRun(ctx, runID, o)
+	if err == nil && o.Replay != nil {
+		w.cfg.Metrics.observeReplay(o.Replay)
+	}
+	return final, err
 }
 
 // outcomeLabel is the report's outcome for metrics: "replayed", "healed",

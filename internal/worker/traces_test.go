@@ -3,6 +3,9 @@ package worker
 import (
 	"encoding/json"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/stretchr/testify/require"
 
@@ -70,10 +73,19 @@ func TestTraceKey(t *testing.T) {
 	same := base()
 	same.Goal, same.MaxSteps, same.Labels = "Read  the prices\n", 9, map[string]string{"team": "a"}
 	require.Equal(t, k, key(same), "whitespace, limits and labels do not change the task")
+	timed := base()
+	timed.Browser = &wfv1.BrowserConfig{RunTimeout: durationpb.New(time.Minute),
+		NavigationTimeout: durationpb.New(time.Second), ActionTimeout: durationpb.New(time.Second)}
+	require.Equal(t, k, key(timed), "timeouts (filled in from the server's maximum) do not change the task")
+	replay := base()
+	replay.Replay = &wfv1.ReplayOptions{Mode: wfv1.ReplayMode_REPLAY_MODE_STRICT}
+	require.Equal(t, k, key(replay), "asking for a replay does not change the task")
 	for name, change := range map[string]func(*wfv1.RunParams){
 		"goal":      func(p *wfv1.RunParams) { p.Goal = "Read the fees" },
 		"start URL": func(p *wfv1.RunParams) { p.StartUrl = "https://shop.example/fees" },
 		"domains":   func(p *wfv1.RunParams) { p.AllowedDomains = append(p.AllowedDomains, "cdn.example") },
+		"locale":    func(p *wfv1.RunParams) { p.Browser = &wfv1.BrowserConfig{Locale: "de-DE"} },
+		"profile":   func(p *wfv1.RunParams) { p.Browser = &wfv1.BrowserConfig{Profile: "signed-in"} },
 		"viewport": func(p *wfv1.RunParams) {
 			p.Browser = &wfv1.BrowserConfig{Viewport: &wfv1.Viewport{Width: 390, Height: 844}}
 		},

@@ -209,8 +209,7 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 		return nil, err
 	}
 	if plan != nil && plan.end != nil {
-		w.cfg.Metrics.observeReplay(plan.report)
-		return w.cfg.Store.FinishRun(bg, run.Id, *plan.end)
+		return w.finishReplayed(bg, run.Id, *plan.end)
 	}
 	params.Replay = plan.runnerReplay()
 	if run.GetStepCount() > 0 {
@@ -304,9 +303,8 @@ func (w *Worker) execute(ctx context.Context, run *wfv1.Run, log *slog.Logger) (
 	}
 	if plan != nil {
 		o.Replay = plan.report
-		w.cfg.Metrics.observeReplay(plan.report)
 	}
-	return w.cfg.Store.FinishRun(bg, run.Id, o)
+	return w.finishReplayed(bg, run.Id, o)
 }
 
 // runModels returns the server's models with the API keys of the stored
