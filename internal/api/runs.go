@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -255,7 +256,7 @@ func (s *RunService) waitForChange(ctx context.Context, wake <-chan struct{}) er
 // ListSteps implements wayfinder.v1.RunService.
 func (s *RunService) ListSteps(ctx context.Context, req *wfv1.ListStepsRequest) (*wfv1.ListStepsResponse, error) {
 	var v fault.Violations
-	if _, err := uuid.Parse(req.GetRunId()); err != nil {
+	if !isUUID(req.GetRunId()) {
 		v.Add("run_id", "must be a run ID (UUID)")
 	}
 	size := pageSize(&v, req.GetPageSize(), 100, 500)
@@ -288,7 +289,7 @@ func (s *RunService) ListSteps(ctx context.Context, req *wfv1.ListStepsRequest) 
 // ListPromptRuns implements wayfinder.v1.RunService.
 func (s *RunService) ListPromptRuns(ctx context.Context, req *wfv1.ListPromptRunsRequest) (*wfv1.ListPromptRunsResponse, error) {
 	var v fault.Violations
-	if _, err := uuid.Parse(req.GetRunId()); err != nil {
+	if !isUUID(req.GetRunId()) {
 		v.Add("run_id", "must be a run ID (UUID)")
 	}
 	size := pageSize(&v, req.GetPageSize(), 50, 200)
@@ -365,10 +366,18 @@ func requireID(field, id string) error {
 		v.Add(field, "required")
 		return v.Err()
 	}
-	if _, err := uuid.Parse(id); err != nil {
+	if !isUUID(id) {
 		return fmt.Errorf("%s %q: %w", field, id, fault.ErrNotFound)
 	}
 	return nil
+}
+
+// isUUID reports whether id is a UUID in its canonical form (any case):
+// uuid.Parse also reads forms Postgres does not (urn:uuid:…), which would
+// make a query fail as an internal error.
+func isUUID(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && u.String() == strings.ToLower(id)
 }
 
 // pageSize is a list call's page size: def when unset, else it must be

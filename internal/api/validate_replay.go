@@ -64,7 +64,7 @@ func checkReplay(ctx context.Context, st *store.Store, params *wfv1.RunParams) e
 		return err
 	}
 	u, err := uuid.Parse(id)
-	if err != nil {
+	if err != nil || !isUUID(id) {
 		v.Add("params.replay.trace_id", "no trace %q (a trace is named by the UUID of the run that recorded it)", truncateName(id))
 		return violationsErr(&v, ReasonTraceNotFound)
 	}

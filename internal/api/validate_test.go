@@ -452,3 +452,19 @@ func TestToStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestIsUUID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"4f1c2f4e-53a6-4d0b-9a53-1f0d5c4c1e11":          true,
+		"4F1C2F4E-53A6-4D0B-9A53-1F0D5C4C1E11":          true,
+		"urn:uuid:4f1c2f4e-53a6-4d0b-9a53-1f0d5c4c1e11": false, // Postgres refuses it
+		"{4f1c2f4e-53a6-4d0b-9a53-1f0d5c4c1e11}":        false,
+		"4f1c2f4e53a64d0b9a531f0d5c4c1e11":              false,
+		"":                                              false,
+		"run-1":                                         false,
+	} {
+		if got := isUUID(id); got != want {
+			t.Errorf("isUUID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}

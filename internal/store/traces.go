@@ -231,6 +231,6 @@ func decodeTraceToken(token string) (*time.Time, *string, error) {
 // validUUID reports whether id is a UUID (run IDs are; anything else is
 // no run's and would only make Postgres complain).
 func validUUID(id string) bool {
-	_, err := uuid.Parse(id)
-	return err == nil
+	u, err := uuid.Parse(id)
+	return err == nil && u.String() == strings.ToLower(id) // not urn:uuid:…, which Postgres refuses
 }
