@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -11,7 +12,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wayfinder/wayfinder/internal/fault"
+	"github.com/wayfinder/wayfinder/internal/store"
 )
+
+// errDatabaseUnavailable is what a caller is told when the database cannot
+// be reached: the driver's own text names sockets and hosts.
+var errDatabaseUnavailable = fmt.Errorf("the database is unavailable; retry the call: %w", fault.ErrUnavailable)
 
 // statusTable is the one place that maps error kinds to gRPC codes (and,
 // through grpc-gateway, to HTTP statuses). The first match wins.
@@ -33,14 +39,20 @@ var statusTable = []struct {
 
 // toStatus converts an error returned by a handler into a gRPC status.
 // Request errors carry a google.rpc.BadRequest detail with one violation per
-// field. Errors of no known kind are internal: their text is logged, not
-// returned, because it may describe the server's insides.
+// field. A database that cannot be reached (store.IsUnavailable) is
+// UNAVAILABLE, so clients retry; the driver's text is logged, not returned.
+// Errors of no known kind are internal: their text is logged, not returned,
+// because it may describe the server's insides.
 func toStatus(ctx context.Context, logger *slog.Logger, method string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if _, ok := status.FromError(err); ok {
 		return err
+	}
+	if store.IsUnavailable(err) {
+		logger.WarnContext(ctx, "database unavailable", "method", method, "error", err)
+		err = errDatabaseUnavailable
 	}
 	for _, e := range statusTable {
 		if !errors.Is(err, e.kind) {
