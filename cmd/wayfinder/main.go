@@ -5,6 +5,8 @@
 //	wayfinder migrate [flags]   apply database migrations and exit
 //	wayfinder demo [flags]      start the service on its defaults, run a task against a bundled demo site
 //	wayfinder reseal [flags]    re-encrypt stored credentials with the primary encryption key
+//	wayfinder version           print the version, commit, build date and Go version
+//	wayfinder health [--url U]  GET the server's /healthz; exit 0 when it answers 200 (the image's HEALTHCHECK)
 //
 // The service's flags have WAYFINDER_* environment variables; see
 // `wayfinder -h`. The client commands talk to a running service over gRPC
@@ -52,6 +54,16 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "version":
+			return runVersion(args[1:], os.Stdout)
+		case "health":
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runHealth(ctx, args[1:], os.Getenv, os.Stdout)
+		}
+	}
 	cmd := "serve"
 	if len(args) > 0 && (args[0] == "serve" || args[0] == "migrate" || args[0] == "demo" || args[0] == "reseal") {
 		cmd, args = args[0], args[1:]
