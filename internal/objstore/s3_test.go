@@ -14,7 +14,9 @@ import (
 	"github.com/wayfinder/wayfinder/internal/objstore/objstoretest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("internal/poll.runtime_pollWait")) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+}
 
 func newS3(t *testing.T, cfg objstore.S3Config) *objstore.S3 {
 	t.Helper()
