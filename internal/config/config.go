@@ -9,9 +9,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -84,6 +87,41 @@ type Config struct {
 	// CallbackHost is the host the CDP endpoint handed to auth callback
 	// webhooks is advertised on.
 	CallbackHost string
+	// MediaStore is where media bytes (screenshots) go: MediaPostgres or
+	// MediaS3.
+	MediaStore string
+	// S3 configures the object store when MediaStore is MediaS3.
+	S3 S3
+}
+
+// The media stores.
+const (
+	MediaPostgres = "postgres"
+	MediaS3       = "s3"
+)
+
+// S3 is the S3-compatible object store for media. Load checks it only when
+// the media store is MediaS3, and only then reads the credentials.
+type S3 struct {
+	// Endpoint is the server's host[:port]; Secure selects TLS. Load
+	// derives both from the -s3-endpoint URL or host and -s3-insecure.
+	Endpoint string
+	Secure   bool
+	Bucket   string
+	Region   string
+	// Prefix starts every key (no leading or trailing slash; "" for none).
+	Prefix    string
+	PathStyle bool
+	Insecure  bool
+	// AccessKeyIDFile and SecretAccessKeyFile hold the credentials; when
+	// empty they come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+	AccessKeyIDFile     string
+	SecretAccessKeyFile string
+	// AccessKeyID, SecretAccessKey and SessionToken (AWS_SESSION_TOKEN,
+	// optional) are the credentials Load read. Never logged.
+	AccessKeyID     string
+	SecretAccessKey string
+	SessionToken    string
 }
 
 // Secret environment variables, read from the environment only (never
@@ -91,6 +129,11 @@ type Config struct {
 const (
 	AdminKeyEnv       = "WAYFINDER_ADMIN_KEY"
 	EncryptionKeysEnv = "WAYFINDER_ENCRYPTION_KEYS"
+	// The object store's credentials, read with -media-store=s3 when no
+	// file names them.
+	S3AccessKeyIDEnv     = "AWS_ACCESS_KEY_ID"
+	S3SecretAccessKeyEnv = "AWS_SECRET_ACCESS_KEY"
+	S3SessionTokenEnv    = "AWS_SESSION_TOKEN"
 )
 
 // APIKeyEnv names the environment variables the vendors' API keys are read
@@ -199,6 +242,30 @@ var Settings = []Setting{
 		func(c *Config, v string) error { return parseInt(&c.DomainRateLimit, v, 0, 6000) }},
 	{"callback-host", "WAYFINDER_CALLBACK_HOST", "127.0.0.1", "Host (name or address) the short-lived CDP endpoint given to auth callback webhooks listens on and is advertised with.",
 		func(c *Config, v string) error { c.CallbackHost = v; return nil }},
+	{"media-store", "WAYFINDER_MEDIA_STORE", "postgres", "Where screenshots' bytes go: postgres (the media table) or s3 (an S3-compatible bucket; the media row keeps the object's key). With s3, a screenshot whose upload fails is kept in Postgres instead (counted by wayfinder_media_fallback_total), so an object-store outage never fails a run.",
+		func(c *Config, v string) error {
+			if v != MediaPostgres && v != MediaS3 {
+				return fmt.Errorf("must be postgres or s3")
+			}
+			c.MediaStore = v
+			return nil
+		}},
+	{"s3-endpoint", "WAYFINDER_S3_ENDPOINT", "", "S3 endpoint: host[:port] or an https:// (or, with -s3-insecure, http://) URL. Empty: AWS, s3.<region>.amazonaws.com.",
+		func(c *Config, v string) error { c.S3.Endpoint = v; return nil }},
+	{"s3-bucket", "WAYFINDER_S3_BUCKET", "", "Bucket for screenshots; it must exist. Required with -media-store=s3.",
+		func(c *Config, v string) error { c.S3.Bucket = v; return nil }},
+	{"s3-region", "WAYFINDER_S3_REGION", "us-east-1", "The bucket's region.",
+		func(c *Config, v string) error { c.S3.Region = v; return nil }},
+	{"s3-prefix", "WAYFINDER_S3_PREFIX", "wayfinder", "Key prefix: a screenshot is the object <prefix>/runs/<run id>/<sha256>.<ext>; / for none.",
+		func(c *Config, v string) error { c.S3.Prefix = v; return nil }},
+	{"s3-path-style", "WAYFINDER_S3_PATH_STYLE", "false", "Address the bucket as a path (endpoint/bucket/key), as MinIO and most self-hosted stores need. false: virtual-hosted (bucket.endpoint) where the endpoint is AWS.",
+		func(c *Config, v string) error { return parseBool(&c.S3.PathStyle, v) }},
+	{"s3-insecure", "WAYFINDER_S3_INSECURE", "false", "Talk plain HTTP (no TLS) to the S3 endpoint, e.g. a MinIO on a private network. An http:// endpoint needs it.",
+		func(c *Config, v string) error { return parseBool(&c.S3.Insecure, v) }},
+	{"s3-access-key-id-file", "WAYFINDER_S3_ACCESS_KEY_ID_FILE", "", "File holding the S3 access key ID. Empty: AWS_ACCESS_KEY_ID (env only).",
+		func(c *Config, v string) error { c.S3.AccessKeyIDFile = v; return nil }},
+	{"s3-secret-access-key-file", "WAYFINDER_S3_SECRET_ACCESS_KEY_FILE", "", "File holding the S3 secret access key. Empty: AWS_SECRET_ACCESS_KEY (env only). AWS_SESSION_TOKEN is sent when set.",
+		func(c *Config, v string) error { c.S3.SecretAccessKeyFile = v; return nil }},
 }
 
 func setBaseURL(c *Config, provider, v string) error {
@@ -266,7 +333,104 @@ func Load(name string, args []string, getenv func(string) string) (Config, error
 			}
 		}
 	}
+	if c.MediaStore == MediaS3 {
+		errs = append(errs, loadS3(&c.S3, getenv)...)
+	}
 	return c, errors.Join(errs...)
+}
+
+// bucketName is an S3 bucket name: 3-63 lower-case letters, digits, dots
+// and hyphens, starting and ending with a letter or digit.
+var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+// loadS3 checks the object store settings, resolves the endpoint and reads
+// the credentials. Errors name settings and files, never their secrets.
+func loadS3(s *S3, getenv func(string) string) []error {
+	var errs []error
+	bad := func(env, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{env}, args...)...))
+	}
+	if s.Bucket == "" {
+		bad("WAYFINDER_S3_BUCKET", "required with WAYFINDER_MEDIA_STORE=s3")
+	} else if !bucketName.MatchString(s.Bucket) || strings.Contains(s.Bucket, "..") {
+		bad("WAYFINDER_S3_BUCKET", "%q is not a bucket name (3-63 lower-case letters, digits, dots and hyphens)", s.Bucket)
+	}
+	if s.Region == "" || strings.ContainsFunc(s.Region, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-')
+	}) {
+		bad("WAYFINDER_S3_REGION", "%q is not a region, like us-east-1", s.Region)
+	}
+	s.Prefix = strings.Trim(s.Prefix, "/")
+	if strings.ContainsFunc(s.Prefix, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) ||
+		slices.Contains(strings.Split(s.Prefix, "/"), "..") || strings.Contains(s.Prefix, "//") || len(s.Prefix) > 256 {
+		bad("WAYFINDER_S3_PREFIX", "must be a key prefix of at most 256 characters without control characters, backslashes, empty or .. segments")
+	}
+	switch host, secure, err := s3Endpoint(s.Endpoint, s.Region, s.Insecure); {
+	case err != nil:
+		bad("WAYFINDER_S3_ENDPOINT", "%v", err)
+	default:
+		s.Endpoint, s.Secure = host, secure
+	}
+	s.AccessKeyID, errs = readSecret(s.AccessKeyIDFile, "WAYFINDER_S3_ACCESS_KEY_ID_FILE", S3AccessKeyIDEnv, getenv, errs)
+	s.SecretAccessKey, errs = readSecret(s.SecretAccessKeyFile, "WAYFINDER_S3_SECRET_ACCESS_KEY_FILE", S3SecretAccessKeyEnv, getenv, errs)
+	s.SessionToken = strings.TrimSpace(getenv(S3SessionTokenEnv))
+	return errs
+}
+
+// s3Endpoint resolves the endpoint setting to host[:port] and whether to
+// use TLS.
+func s3Endpoint(v, region string, insecure bool) (host string, secure bool, err error) {
+	if v == "" {
+		if insecure {
+			return "", false, fmt.Errorf("AWS needs TLS: leave WAYFINDER_S3_INSECURE false or name an endpoint")
+		}
+		return "s3." + region + ".amazonaws.com", true, nil
+	}
+	if !strings.Contains(v, "://") {
+		v = map[bool]string{true: "http://", false: "https://"}[insecure] + v
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" || u.Hostname() == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return "", false, fmt.Errorf("must be host[:port] or an http(s) URL with no path, user or query")
+	}
+	switch u.Scheme {
+	case "https":
+		if insecure {
+			return "", false, fmt.Errorf("an https:// endpoint contradicts WAYFINDER_S3_INSECURE=true")
+		}
+		return u.Host, true, nil
+	case "http":
+		if !insecure {
+			return "", false, fmt.Errorf("an http:// endpoint sends screenshots unencrypted: set WAYFINDER_S3_INSECURE=true to allow it")
+		}
+		return u.Host, false, nil
+	}
+	return "", false, fmt.Errorf("must be host[:port] or an http(s) URL")
+}
+
+// readSecret reads a credential from file when it is named, else from the
+// environment variable env.
+func readSecret(file, fileEnv, env string, getenv func(string) string, errs []error) (string, []error) {
+	if file == "" {
+		v := strings.TrimSpace(getenv(env))
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s or %s: required with WAYFINDER_MEDIA_STORE=s3", env, fileEnv))
+		}
+		return v, errs
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is named below; the error adds nothing else
+		}
+		return "", append(errs, fmt.Errorf("%s: read %s: %w", fileEnv, file, err))
+	}
+	v := strings.TrimSpace(string(raw))
+	if v == "" {
+		errs = append(errs, fmt.Errorf("%s: %s is empty", fileEnv, file))
+	}
+	return v, errs
 }
 
 func defaultDataDir(getenv func(string) string) string {

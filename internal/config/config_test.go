@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,6 +50,8 @@ func TestLoadDefaults(t *testing.T) {
 		LogFormat:                 "json",
 		ModelProvider:             "auto",
 		CallbackHost:              "127.0.0.1",
+		MediaStore:                MediaPostgres,
+		S3:                        S3{Region: "us-east-1", Prefix: "wayfinder"},
 	}, c)
 }
 
@@ -271,4 +274,81 @@ func TestSettingsAreComplete(t *testing.T) {
 		require.False(t, envs[s.Env], "env %s declared twice", s.Env)
 		flags[s.Flag], envs[s.Env] = true, true
 	}
+}
+
+// TestLoadS3: with -media-store=s3 the endpoint is resolved, the settings
+// are checked and the credentials read from the environment or from files;
+// no error echoes a credential.
+func TestLoadS3(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	idFile, secretFile, emptyFile := filepath.Join(dir, "id"), filepath.Join(dir, "secret"), filepath.Join(dir, "empty")
+	require.NoError(t, os.WriteFile(idFile, []byte("AKIAFILE\n"), 0o600))
+	require.NoError(t, os.WriteFile(secretFile, []byte("file-secret-value\n"), 0o600))
+	require.NoError(t, os.WriteFile(emptyFile, nil, 0o600))
+	base := map[string]string{
+		"WAYFINDER_MEDIA_STORE": "s3", "WAYFINDER_S3_BUCKET": "shots",
+		"AWS_ACCESS_KEY_ID": "AKIAENV", "AWS_SECRET_ACCESS_KEY": "env-secret-value",
+	}
+	with := func(kv ...string) map[string]string {
+		m := maps.Clone(base)
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    S3 // checked when wantErr is ""
+		wantErr string
+	}{
+		{name: "aws defaults", env: base, want: S3{Endpoint: "s3.us-east-1.amazonaws.com", Secure: true, Bucket: "shots",
+			Region: "us-east-1", Prefix: "wayfinder", AccessKeyID: "AKIAENV", SecretAccessKey: "env-secret-value"}},
+		{name: "minio over http, files win", args: []string{"-s3-endpoint", "http://minio:9000", "-s3-insecure=true", "-s3-path-style=true",
+			"-s3-access-key-id-file", idFile, "-s3-secret-access-key-file", secretFile, "-s3-prefix", "/prod/wf/"},
+			env: with("AWS_SESSION_TOKEN", "tok", "WAYFINDER_S3_REGION", "eu-west-3"),
+			want: S3{Endpoint: "minio:9000", Bucket: "shots", Region: "eu-west-3", Prefix: "prod/wf", PathStyle: true, Insecure: true,
+				AccessKeyIDFile: idFile, SecretAccessKeyFile: secretFile, AccessKeyID: "AKIAFILE", SecretAccessKey: "file-secret-value", SessionToken: "tok"}},
+		{name: "bare host is TLS, no prefix", args: []string{"-s3-prefix=/"}, env: with("WAYFINDER_S3_ENDPOINT", "s3.example.com:8443"),
+			want: S3{Endpoint: "s3.example.com:8443", Secure: true, Bucket: "shots", Region: "us-east-1",
+				AccessKeyID: "AKIAENV", SecretAccessKey: "env-secret-value"}},
+		{name: "bucket required", env: with("WAYFINDER_S3_BUCKET", ""), wantErr: "WAYFINDER_S3_BUCKET: required"},
+		{name: "bad bucket", env: with("WAYFINDER_S3_BUCKET", "Shots_1"), wantErr: "is not a bucket name"},
+		{name: "http needs insecure", env: with("WAYFINDER_S3_ENDPOINT", "http://minio:9000"), wantErr: "set WAYFINDER_S3_INSECURE=true"},
+		{name: "https contradicts insecure", env: with("WAYFINDER_S3_ENDPOINT", "https://minio:9000", "WAYFINDER_S3_INSECURE", "true"), wantErr: "contradicts"},
+		{name: "endpoint with a path", env: with("WAYFINDER_S3_ENDPOINT", "https://minio:9000/bucket"), wantErr: "WAYFINDER_S3_ENDPOINT: must be host[:port]"},
+		{name: "endpoint with a user", env: with("WAYFINDER_S3_ENDPOINT", "https://AKIAENV:pw@minio"), wantErr: "WAYFINDER_S3_ENDPOINT"},
+		{name: "ftp endpoint", env: with("WAYFINDER_S3_ENDPOINT", "ftp://minio"), wantErr: "WAYFINDER_S3_ENDPOINT"},
+		{name: "bad region", env: with("WAYFINDER_S3_REGION", "US East"), wantErr: "WAYFINDER_S3_REGION"},
+		{name: "bad prefix", env: with("WAYFINDER_S3_PREFIX", "a/../b"), wantErr: "WAYFINDER_S3_PREFIX"},
+		{name: "no secret", env: with("AWS_SECRET_ACCESS_KEY", ""), wantErr: "AWS_SECRET_ACCESS_KEY or WAYFINDER_S3_SECRET_ACCESS_KEY_FILE: required"},
+		{name: "missing file", env: with("WAYFINDER_S3_ACCESS_KEY_ID_FILE", filepath.Join(dir, "nope")), wantErr: "no such file"},
+		{name: "empty file", env: with("WAYFINDER_S3_SECRET_ACCESS_KEY_FILE", emptyFile), wantErr: "is empty"},
+		{name: "bad store", env: with("WAYFINDER_MEDIA_STORE", "gcs"), wantErr: "must be postgres or s3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Load("wayfinder", tc.args, fakeEnv(tc.env))
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				for _, secret := range []string{"env-secret-value", "file-secret-value", "pw@"} {
+					require.NotContains(t, err.Error(), secret)
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, MediaS3, c.MediaStore)
+			require.Equal(t, tc.want, c.S3)
+		})
+	}
+
+	// With the Postgres store, the S3 settings are not checked and no
+	// credential is read.
+	c, err := Load("wayfinder", nil, fakeEnv(map[string]string{"WAYFINDER_S3_BUCKET": "Bad_Name", "AWS_SECRET_ACCESS_KEY": "x"}))
+	require.NoError(t, err)
+	require.Equal(t, MediaPostgres, c.MediaStore)
+	require.Empty(t, c.S3.SecretAccessKey)
 }

@@ -147,6 +147,9 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		store.NewCollector(st))
+	if err := st.UseMediaStore(ctx, cfg, reg, logger); err != nil { // screenshots in Postgres or an S3 bucket
+		return err
+	}
 	tracer := opts.TracerProvider.Tracer("github.com/wayfinder/wayfinder")
 
 	prices, err := llm.LoadPrices(cfg.PricesFile)

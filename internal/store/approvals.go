@@ -38,6 +38,7 @@ const (
 // finished run is a failed precondition.
 func (s *Store) OpenApproval(ctx context.Context, runID string, req *wfv1.ApprovalRequest, screenshot *Media) (*wfv1.ApprovalRequest, error) {
 	req = proto.Clone(req).(*wfv1.ApprovalRequest)
+	screenshot = s.stageMedia(ctx, runID, screenshot) // before the transaction: no network I/O in it
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		run, err := lockRun(ctx, tx, runID)
 		if err != nil {

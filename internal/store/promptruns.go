@@ -53,11 +53,17 @@ func (s *Store) RecordPromptRun(ctx context.Context, pr PromptRun) (string, erro
 	if usage == nil {
 		usage = &wfv1.Usage{}
 	}
+	// Images go to the object store before the transaction: no network
+	// I/O in it.
+	images := make([]*Media, len(pr.Images))
+	for i := range pr.Images {
+		images[i] = s.stageMedia(ctx, pr.RunID, &pr.Images[i].Media)
+	}
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		request := pr.Request
 		mediaIDs := make([]string, 0, len(pr.Images))
-		for _, img := range pr.Images {
-			mid, err := saveMedia(ctx, tx, pr.RunID, pr.Step, &img.Media)
+		for i, img := range pr.Images {
+			mid, err := saveMedia(ctx, tx, pr.RunID, pr.Step, images[i])
 			if err != nil {
 				return err
 			}

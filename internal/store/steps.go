@@ -23,6 +23,10 @@ type Media struct {
 	ContentType string
 	Data        []byte
 	CreateTime  time.Time
+
+	// objectKey is the object holding Data in the object store, once
+	// stageMedia uploaded it; "": Data goes to Postgres.
+	objectKey string
 }
 
 // RecordStep stores a finished step with its screenshot (when screenshot is
@@ -33,6 +37,7 @@ type Media struct {
 // no more steps (recorded is false): FINISHED is always its last event.
 func (s *Store) RecordStep(ctx context.Context, step *wfv1.Step, screenshot *Media) (recorded bool, err error) {
 	step = proto.Clone(step).(*wfv1.Step)
+	screenshot = s.stageMedia(ctx, step.RunId, screenshot)
 	err = s.InTx(ctx, func(tx pgx.Tx) error {
 		run, err := lockRun(ctx, tx, step.RunId)
 		if err != nil || IsTerminal(run.Status) {
@@ -86,7 +91,8 @@ func (s *Store) RecordStep(ctx context.Context, step *wfv1.Step, screenshot *Med
 }
 
 // saveMedia stores m for the run unless the run already has media with the
-// same content, and returns its ID.
+// same content, and returns its ID. Media staged in the object store
+// (stageMedia) keep their key and no bytes.
 func saveMedia(ctx context.Context, tx pgx.Tx, runID string, step int32, m *Media) (string, error) {
 	sum := sha256.Sum256(m.Data)
 	var id string
@@ -102,10 +108,16 @@ func saveMedia(ctx context.Context, tx pgx.Tx, runID string, step int32, m *Medi
 	if step > 0 {
 		stepNumber = &step
 	}
+	data, key := m.Data, &m.objectKey
+	if m.objectKey != "" {
+		data = nil
+	} else {
+		key = nil
+	}
 	if _, err := tx.Exec(ctx, `
-		INSERT INTO media (id, run_id, step_number, content_type, size_bytes, sha256, data)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		id, runID, stepNumber, m.ContentType, len(m.Data), sum[:], m.Data); err != nil {
+		INSERT INTO media (id, run_id, step_number, content_type, size_bytes, sha256, data, object_key)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		id, runID, stepNumber, m.ContentType, len(m.Data), sum[:], data, key); err != nil {
 		return "", fmt.Errorf("insert media: %w", err)
 	}
 	return id, nil
@@ -138,21 +150,28 @@ func (s *Store) ListSteps(ctx context.Context, runID string, afterNumber int32, 
 }
 
 // GetMedia returns stored media by ID, or an error wrapping
-// fault.ErrNotFound.
+// fault.ErrNotFound (also when its object is missing from the object
+// store) or fault.ErrUnavailable (the object store cannot be read).
 func (s *Store) GetMedia(ctx context.Context, id string) (*Media, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, fmt.Errorf("media %q: %w", id, errNotFound)
 	}
 	m := &Media{ID: id}
 	var step *int32
+	var key *string
 	err := s.pool.QueryRow(ctx, `
-		SELECT run_id::text, step_number, content_type, data, created_at FROM media WHERE id = $1`, id).
-		Scan(&m.RunID, &step, &m.ContentType, &m.Data, &m.CreateTime)
+		SELECT run_id::text, step_number, content_type, data, object_key, created_at FROM media WHERE id = $1`, id).
+		Scan(&m.RunID, &step, &m.ContentType, &m.Data, &key, &m.CreateTime)
 	if err != nil {
 		return nil, notFound("media", id, err)
 	}
 	if step != nil {
 		m.StepNumber = *step
+	}
+	if m.Data == nil && key != nil {
+		if m.Data, err = s.readObject(ctx, id, *key); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }

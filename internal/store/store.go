@@ -24,7 +24,8 @@ const NotifyChannel = "wayfinder_run_events"
 
 // Store reads and writes Wayfinder's records in Postgres.
 type Store struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	media *mediaObjects // nil: media bytes in Postgres (media.go)
 }
 
 // New returns a Store backed by pool.
