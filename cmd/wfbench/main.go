@@ -55,7 +55,17 @@ func run(args []string) error {
 	node := fs.String("node", "node", "Node.js binary")
 	chromium := fs.String("chromium", os.Getenv("WAYFINDER_CHROMIUM"), "Chromium binary for both sides (default: the system's, as the pool finds it; $WAYFINDER_CHROMIUM)")
 	encoding := fs.String("encoding", bench.DefaultEncoding, "tokenizer encoding (o200k_base, cl100k_base)")
-	timeout := fs.Duration("timeout", 15*time.Minute, "give up after this long")
+	loadOnly := fs.Bool("load", false, "measure only the service under load (no Playwright MCP, no page layer) and write those sections (to stdout unless -out is given)")
+	skipLoad := fs.Bool("skip-load", false, "leave the load sections out of the full report")
+	loadConc := fs.String("load-concurrency", "1,2,4", "browser capacities measured under load, comma-separated")
+	loadRuns := fs.Int("load-runs-per-slot", 4, "runs queued per unit of capacity at each load level")
+	loadActions := fs.Int("load-actions", 4, "browser actions per load run, before complete_task")
+	loadAPI := fs.Duration("load-api-duration", 20*time.Second, "how long the open-loop API load lasts")
+	loadCreate := fs.Float64("load-create-rate", 1, "CreateRun requests per second under API load, over gRPC and over REST each")
+	loadGet := fs.Float64("load-get-rate", 25, "GetRun requests per second under API load, over gRPC and over REST each")
+	loadReplica := fs.Int("load-replica-runs", 12, "runs drained by one replica, then by two (-1 for none)")
+	resilience := fs.String("resilience", bench.DefaultResiliencePath, "the chaos tests' figures (make chaos), rendered when the file exists")
+	timeout := fs.Duration("timeout", 30*time.Minute, "give up after this long")
 	revision := fs.String("revision", "", "the Wayfinder commit measured, for the report (default: git describe of the working tree)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -66,6 +76,15 @@ func run(args []string) error {
 	selected, err := selectPages(*pages)
 	if err != nil {
 		return err
+	}
+	concurrency, err := bench.ParseConcurrency(*loadConc)
+	if err != nil {
+		return err
+	}
+	outSet := false
+	fs.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
+	if *loadOnly && !outSet {
+		*out = "-"
 	}
 	cliPath, err := filepath.Abs(*cli)
 	if err != nil {
@@ -89,6 +108,22 @@ func run(args []string) error {
 	defer os.RemoveAll(work)
 
 	var serverLog bytes.Buffer
+	loadCfg := bench.LoadConfig{
+		Concurrency: concurrency, RunsPerSlot: *loadRuns, Actions: *loadActions,
+		APIDuration: *loadAPI, CreateRate: *loadCreate, GetRate: *loadGet, ReplicaRuns: *loadReplica,
+		Chromium: *chromium, WorkDir: filepath.Join(work, "load"),
+		Command: strings.Join(append([]string{"go run ./cmd/wfbench"}, args...), " "), Log: os.Stderr,
+	}
+	if err := os.MkdirAll(loadCfg.WorkDir, 0o700); err != nil {
+		return err
+	}
+	res, err := bench.ReadResilience(*resilience)
+	if err != nil {
+		return err
+	}
+	if *loadOnly {
+		return runLoad(ctx, loadCfg, res, *chromium, *node, *revision, *out)
+	}
 	report, err := bench.Run(ctx, bench.Config{
 		Iterations:      *iterations,
 		Warmup:          *warmup,
@@ -112,6 +147,14 @@ func run(args []string) error {
 		}
 		return err
 	}
+	report.Resilience = res
+	if !*skipLoad && ctx.Err() == nil {
+		// After the page layer, whose browser and peer are gone by now:
+		// the load's memory figures count every child of this process.
+		if report.Load, err = bench.RunLoad(ctx, loadCfg); err != nil {
+			report.Errors = append(report.Errors, err.Error())
+		}
+	}
 	var md bytes.Buffer
 	if err := bench.RenderMarkdown(&md, report); err != nil {
 		return err
@@ -130,6 +173,33 @@ func run(args []string) error {
 			fmt.Fprintf(os.Stderr, "wfbench: Playwright MCP's log:\n%s\n", serverLog.String())
 		}
 		return fmt.Errorf("%d failures:\n  %s", len(f), strings.Join(f, "\n  "))
+	}
+	return nil
+}
+
+// runLoad measures only the service under load and writes those
+// sections.
+func runLoad(ctx context.Context, cfg bench.LoadConfig, res *bench.Resilience, chromium, node, revision, out string) error {
+	lr, err := bench.RunLoad(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	report := &bench.Report{Date: lr.Date, Duration: lr.Duration, Revision: revision, Load: lr, Resilience: res,
+		Machine: bench.DescribeMachine(ctx, chromium, node, "")}
+	var md bytes.Buffer
+	if err := bench.RenderLoadMarkdown(&md, report); err != nil {
+		return err
+	}
+	if out == "-" {
+		_, err = os.Stdout.Write(md.Bytes())
+	} else {
+		err = os.WriteFile(out, md.Bytes(), 0o644)
+	}
+	if err != nil {
+		return err
+	}
+	if len(lr.Errors) > 0 {
+		return fmt.Errorf("%d failures:\n  %s", len(lr.Errors), strings.Join(lr.Errors, "\n  "))
 	}
 	return nil
 }

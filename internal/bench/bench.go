@@ -100,6 +100,11 @@ type Report struct {
 	// Replay is replayed steps beside model-driven ones, and what a replay
 	// saves; zero when skipped.
 	Replay ReplayResult
+	// Load is the service under load (RunLoad); nil when not measured.
+	Load *LoadResult
+	// Resilience is the chaos tests' figures (ReadResilience); nil when
+	// they have not been written.
+	Resilience *Resilience
 	// Errors lists failures outside the pages (pool, memory, tools).
 	Errors []string
 }
@@ -168,6 +173,9 @@ func (r *Report) Failures() []string {
 		if p.Err != "" {
 			out = append(out, fmt.Sprintf("%s: replay: %s", p.Page.Name, p.Err))
 		}
+	}
+	if r.Load != nil {
+		out = append(out, r.Load.Errors...)
 	}
 	return append(out, r.Errors...)
 }

@@ -27,6 +27,7 @@ func RenderMarkdown(w io.Writer, r *Report) error {
 	renderOverhead(&b, r)
 	renderEngine(&b, r)
 	renderReplay(&b, r)
+	renderLoad(&b, r)
 	if f := r.Failures(); len(f) > 0 {
 		b.WriteString("\n## Failures\n\n")
 		for _, s := range f {
