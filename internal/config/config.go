@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -338,6 +339,17 @@ func Load(name string, args []string, getenv func(string) string) (Config, error
 	}
 	return c, errors.Join(errs...)
 }
+
+// String describes s without its credentials, so a %v or a log line
+// cannot leak them.
+func (s S3) String() string {
+	return fmt.Sprintf("{endpoint:%s secure:%t bucket:%s region:%s prefix:%s path_style:%t credentials:%s}",
+		s.Endpoint, s.Secure, s.Bucket, s.Region, s.Prefix, s.PathStyle,
+		map[bool]string{true: "set", false: "unset"}[s.AccessKeyID != "" && s.SecretAccessKey != ""])
+}
+
+// LogValue is s for log/slog, without its credentials.
+func (s S3) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 // bucketName is an S3 bucket name: 3-63 lower-case letters, digits, dots
 // and hyphens, starting and ending with a letter or digit.

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"bytes"
+	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -345,9 +348,20 @@ func TestLoadS3(t *testing.T) {
 		})
 	}
 
+	// Printing or logging the settings leaves the credentials out.
+	c, err := Load("wayfinder", nil, fakeEnv(base))
+	require.NoError(t, err)
+	var logged bytes.Buffer
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("settings", "s3", c.S3)
+	for _, out := range []string{fmt.Sprint(c.S3), fmt.Sprintf("%+v", c), logged.String()} {
+		require.Contains(t, out, "shots")
+		require.NotContains(t, out, "env-secret-value")
+		require.NotContains(t, out, "AKIAENV")
+	}
+
 	// With the Postgres store, the S3 settings are not checked and no
 	// credential is read.
-	c, err := Load("wayfinder", nil, fakeEnv(map[string]string{"WAYFINDER_S3_BUCKET": "Bad_Name", "AWS_SECRET_ACCESS_KEY": "x"}))
+	c, err = Load("wayfinder", nil, fakeEnv(map[string]string{"WAYFINDER_S3_BUCKET": "Bad_Name", "AWS_SECRET_ACCESS_KEY": "x"}))
 	require.NoError(t, err)
 	require.Equal(t, MediaPostgres, c.MediaStore)
 	require.Empty(t, c.S3.SecretAccessKey)
