@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -47,6 +48,15 @@ type S3Config struct {
 	// MaxObjectBytes is the largest object Get reads (0: 64 MiB).
 	MaxObjectBytes int64
 }
+
+// String describes c without its credentials, so a %v or a log line cannot
+// leak them.
+func (c S3Config) String() string {
+	return fmt.Sprintf("{endpoint:%s secure:%t bucket:%s region:%s path_style:%t}", c.Endpoint, c.Secure, c.Bucket, c.Region, c.PathStyle)
+}
+
+// LogValue is c for log/slog, without its credentials.
+func (c S3Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // S3 is a Store in an S3-compatible bucket.
 type S3 struct {

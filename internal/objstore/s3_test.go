@@ -1,6 +1,9 @@
 package objstore_test
 
 import (
+	"bytes"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"testing"
@@ -130,4 +133,17 @@ func TestNewS3Invalid(t *testing.T) {
 	require.ErrorIs(t, err, fault.ErrInvalidArgument)
 	_, err = objstore.NewS3(objstore.S3Config{Endpoint: "bad host:x:y", Bucket: "b"})
 	require.ErrorIs(t, err, fault.ErrInvalidArgument)
+}
+
+func TestS3ConfigHidesCredentials(t *testing.T) {
+	t.Parallel()
+	cfg := objstore.S3Config{Endpoint: "minio:9000", Bucket: "shots", AccessKeyID: "AKIAID", SecretAccessKey: "the-secret", SessionToken: "the-token"}
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("s3", "cfg", cfg)
+	for _, out := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), logged.String()} {
+		require.Contains(t, out, "minio:9000")
+		for _, secret := range []string{"AKIAID", "the-secret", "the-token"} {
+			require.NotContains(t, out, secret)
+		}
+	}
 }
