@@ -112,7 +112,7 @@ func RenderLoadMarkdown(w io.Writer, r *Report) error {
 func renderLoad(b *strings.Builder, r *Report) {
 	l := r.Load
 	if l == nil {
-		b.WriteString("\n## Throughput and latency under load\n\nNot measured in this run (`wfbench -load=false`).\n")
+		b.WriteString("\n## Throughput and latency under load\n\nNot measured in this run (`wfbench -skip-load`).\n")
 		renderResilience(b, r)
 		return
 	}
