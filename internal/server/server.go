@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel/propagation"
@@ -260,17 +261,26 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	var addrs Addrs
 	addrs.DatabaseURL = dbURL
 	serveErr := make(chan error, 2)
+	isReady := func() bool { return ready.Load() && st.Ping(ctx) == nil && (browsers == nil || browsers.Ready()) }
 	if serves {
 		grpcSrv, httpSrv, addrs, err = startAPI(ctx, cfg, apiDeps{
 			store: st, queue: q, hub: hub, logger: logger, reg: reg, tp: opts.TracerProvider, models: models,
 			keyring: keyring, local: local, siteProfiles: siteProfiles, live: liveViews, sessions: sessions,
-			ready: func() bool { return ready.Load() && st.Ping(ctx) == nil && (browsers == nil || browsers.Ready()) },
+			ready: isReady,
 		}, serveErr)
 		if err != nil {
 			_ = q.Stop(ctx)
 			return err
 		}
 		addrs.DatabaseURL = dbURL
+	} else {
+		// A worker-only process serves no API, but its probes and
+		// Prometheus still need /healthz, /readyz and /metrics.
+		httpSrv, addrs.HTTP, err = startOps(cfg.HTTPAddr, isReady, reg, serveErr)
+		if err != nil {
+			_ = q.Stop(ctx)
+			return err
+		}
 	}
 	ready.Store(true)
 	logger.InfoContext(ctx, "wayfinder ready", "grpc", addrs.GRPC, "http", addrs.HTTP, "role", string(cfg.Role),
@@ -294,8 +304,47 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	}
 	if serves {
 		stopAPI(grpcSrv, httpSrv)
+	} else {
+		// Last, so liveness holds while the runs drain.
+		stopOps(httpSrv)
 	}
 	return runErr
+}
+
+// startOps serves only /healthz, /readyz and /metrics on addr, as the
+// API's HTTP server does, for a process that serves no API (role worker).
+// Serving errors go to errc. It returns the bound address.
+func startOps(addr string, ready func() bool, reg *prometheus.Registry, errc chan<- error) (*http.Server, string, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("listen for HTTP on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "not ready\n", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("serve HTTP: %w", err)
+		}
+	}()
+	return srv, lis.Addr().String(), nil
+}
+
+// stopOps stops the ops server, giving in-flight scrapes a few seconds.
+func stopOps(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
 }
 
 func goBackground(wg *sync.WaitGroup, fn func()) {
