@@ -123,6 +123,11 @@ func launch(ctx context.Context, bin, workDir string) (*process, error) {
 		return p, nil
 	case <-p.exited:
 		<-readDone
+		// The process that exited may leave its children (zygote,
+		// helpers, or the browser itself when the launcher script was
+		// killed) writing into the user-data dir; end the group first,
+		// or the dir is removed under them and partly re-created.
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		p.cleanup()
 		return nil, fmt.Errorf("chromium exited during start (%v): %s", p.exitErr, strings.TrimSpace(tail.String()))
 	case <-ctx.Done():
