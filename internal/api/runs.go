@@ -311,12 +311,18 @@ func (s *RunService) GetMedia(ctx context.Context, req *wfv1.GetMediaRequest) (*
 	if err := requireID("media_id", req.GetMediaId()); err != nil {
 		return nil, err
 	}
-	m, err := s.cfg.Store.GetMedia(ctx, req.GetMediaId())
+	// Whose it is first: the bytes may sit in an object store, and another
+	// tenant must learn nothing from how reading them fails.
+	runID, err := s.cfg.Store.MediaRun(ctx, req.GetMediaId())
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.ownRun(ctx, m.RunID); err != nil {
+	if _, err := s.ownRun(ctx, runID); err != nil {
 		return nil, fmt.Errorf("media %q: %w", req.GetMediaId(), fault.ErrNotFound)
+	}
+	m, err := s.cfg.Store.GetMedia(ctx, req.GetMediaId())
+	if err != nil {
+		return nil, err
 	}
 	return &httpbody.HttpBody{ContentType: m.ContentType, Data: m.Data}, nil
 }

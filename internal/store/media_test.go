@@ -89,6 +89,16 @@ func TestMediaObjects(t *testing.T) {
 	require.Equal(t, "image/png", m.ContentType)
 	require.Equal(t, id, m.RunID)
 	require.EqualValues(t, 1, m.StepNumber)
+	// Whose a medium is can be asked without touching the object store.
+	reqs := srv.Requests()
+	owner, err := s.MediaRun(ctx, mediaID)
+	require.NoError(t, err)
+	require.Equal(t, id, owner)
+	require.Equal(t, reqs, srv.Requests(), "MediaRun read no object")
+	_, err = s.MediaRun(ctx, "00000000-0000-4000-8000-000000000000")
+	require.ErrorIs(t, err, fault.ErrNotFound)
+	_, err = s.MediaRun(ctx, "urn:uuid:"+mediaID)
+	require.ErrorIs(t, err, fault.ErrNotFound)
 
 	// A retried save (same content) re-puts the same key: one object, one row.
 	before := srv.Requests()

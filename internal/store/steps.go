@@ -149,6 +149,20 @@ func (s *Store) ListSteps(ctx context.Context, runID string, afterNumber int32, 
 	})
 }
 
+// MediaRun returns the run a medium belongs to, without reading its bytes
+// (which may sit in an object store): callers check who may read it first.
+// An unknown ID wraps fault.ErrNotFound.
+func (s *Store) MediaRun(ctx context.Context, id string) (string, error) {
+	if !validUUID(id) {
+		return "", fmt.Errorf("media %q: %w", id, errNotFound)
+	}
+	var runID string
+	if err := s.pool.QueryRow(ctx, `SELECT run_id::text FROM media WHERE id = $1`, id).Scan(&runID); err != nil {
+		return "", notFound("media", id, err)
+	}
+	return runID, nil
+}
+
 // GetMedia returns stored media by ID, or an error wrapping
 // fault.ErrNotFound (also when its object is missing from the object
 // store) or fault.ErrUnavailable (the object store cannot be read).
