@@ -326,4 +326,3 @@ func AptPackages(line string) []string {
 	}
 	return pkgs
 }
-
