@@ -261,12 +261,18 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	defer func() { res.Duration = time.Since(res.Date) }()
 
 	// The managed Postgres may run as another user (as root): it must
-	// reach its data dir.
-	if err := os.Chmod(cfg.WorkDir, 0o755); err != nil {
+	// reach its data dir, so it gets a directory of its own in the
+	// system's temporary directory (short: its socket is in it).
+	pgDir, err := os.MkdirTemp("", "wfbench-pg-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer os.RemoveAll(pgDir)
+	if err := os.Chmod(pgDir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	logf("starting Postgres")
-	pg, err := localpg.Start(ctx, localpg.Options{DataDir: filepath.Join(cfg.WorkDir, "pg"), Database: "wayfinder"})
+	pg, err := localpg.Start(ctx, localpg.Options{DataDir: filepath.Join(pgDir, "pg"), Database: "wayfinder"})
 	if err != nil {
 		return nil, fmt.Errorf("bench: load: %w", err)
 	}
