@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -355,6 +356,7 @@ func (pg *Page) Do(ctx context.Context, a Action) (*ActionResult, error) {
 		return nil, fmt.Errorf("%s: %w", a.Kind, errors.Join(err, context.Cause(ctx)))
 	}
 	adoptedBefore, _ := tab.tracker.adoptedCount()
+	refusedBefore := tab.tracker.refusedCount()
 	navBefore := tab.state(start).navSeq
 	if a.Dialog != nil {
 		tab.setDialogPolicy(a.Dialog)
@@ -380,10 +382,14 @@ func (pg *Page) Do(ctx context.Context, a Action) (*ActionResult, error) {
 		res.Settle = pg.settle(ctx, start, opts.Settle)
 	}
 	pg.follow(ctx, res, start, adoptedBefore, opts.Settle)
+	if n := tab.tracker.refusedCount() - refusedBefore; n > 0 {
+		note := fmt.Sprintf("the page tried to open %d more tabs; they were closed (at most %d tabs are open at once: close_tab frees one)", n, MaxTabs)
+		res.Note = strings.TrimPrefix(res.Note+"; "+note, "; ")
+	}
 	res.Navigated = out.navigated || tab.state(start).navSeq != navBefore
-	res.Dialogs = append(res.Dialogs, tab.takeDialogs()...)
+	res.Dialogs = appendDialogs(res.Dialogs, tab.takeDialogs())
 	if res.Page != nil && res.Page != pg {
-		res.Dialogs = append(res.Dialogs, res.Page.tab.takeDialogs()...)
+		res.Dialogs = appendDialogs(res.Dialogs, res.Page.tab.takeDialogs())
 	}
 	res.Duration = time.Since(start)
 	if ctx.Err() != nil {

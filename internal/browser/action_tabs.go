@@ -72,14 +72,14 @@ func (pg *Page) doCloseTab(ctx context.Context, a Action, out *outcome) error {
 			continue
 		case <-wctx.Done():
 		}
-		out.res.Dialogs = append(out.res.Dialogs, target.tab.takeDialogs()...)
+		out.res.Dialogs = appendDialogs(out.res.Dialogs, target.tab.takeDialogs())
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return fail(CodeActionFailed, "tab %s did not close (a beforeunload dialog may have kept it open)", id)
 	}
 	if target != pg {
-		out.res.Dialogs = append(out.res.Dialogs, target.tab.takeDialogs()...)
+		out.res.Dialogs = appendDialogs(out.res.Dialogs, target.tab.takeDialogs())
 	}
 	out.res.Page = t.activePage()
 	out.res.Tabs = t.tabs()

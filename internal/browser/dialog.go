@@ -35,6 +35,29 @@ type DialogEvent struct {
 	URL string `json:"url,omitempty"`
 	// Error is set when the dialog could not be answered.
 	Error string `json:"error,omitempty"`
+	// Omitted counts the dialogs answered after this one that are not
+	// listed: at most MaxDialogsPerAction are reported per action, so a
+	// page that opens dialogs in a loop cannot grow the result (and the
+	// step record and the model's prompt) without bound.
+	Omitted int `json:"omitted,omitempty"`
+}
+
+// MaxDialogsPerAction caps the dialogs reported for one action (and kept
+// per tab between actions). Later ones are still answered at once, and
+// counted in the last reported dialog's Omitted.
+const MaxDialogsPerAction = 20
+
+// appendDialogs adds more to dialogs, keeping at most MaxDialogsPerAction
+// and counting the rest in the last kept dialog's Omitted.
+func appendDialogs(dialogs, more []DialogEvent) []DialogEvent {
+	for _, d := range more {
+		if len(dialogs) < MaxDialogsPerAction {
+			dialogs = append(dialogs, d)
+			continue
+		}
+		dialogs[len(dialogs)-1].Omitted += 1 + d.Omitted
+	}
+	return dialogs
 }
 
 // answerDialog answers a dialog per the running action's policy, or the
@@ -65,7 +88,7 @@ func (pt *pageTab) answerDialog(e proto.PageJavascriptDialogOpening) {
 		ev.Error = err.Error()
 	}
 	pt.mu.Lock()
-	pt.dialogs = append(pt.dialogs, ev)
+	pt.dialogs = appendDialogs(pt.dialogs, []DialogEvent{ev})
 	pt.notifyLocked()
 	pt.mu.Unlock()
 }

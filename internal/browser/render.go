@@ -31,6 +31,9 @@ func (s *Snapshot) Text() string {
 			answer = "accepted"
 		}
 		fmt.Fprintf(&b, "js %s %s: %s\n", d.Type, strconv.Quote(truncate(d.Message, 200)), answer)
+		if d.Omitted > 0 {
+			fmt.Fprintf(&b, "js: %d more dialogs answered and not listed (the page opens dialogs in a loop)\n", d.Omitted)
+		}
 	}
 	if len(s.Tabs) > 1 {
 		b.WriteString("tabs:")

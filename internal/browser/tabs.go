@@ -64,8 +64,17 @@ type tabTracker struct {
 	// that became ready, so an action can tell which appeared during it.
 	adopting int
 	adopted  int
-	changed  chan struct{}
+	// refused counts the popups closed because MaxTabs were open.
+	refused int
+	changed chan struct{}
 }
+
+// MaxTabs caps the tabs open at once in one Session. A popup (or
+// target=_blank page) opened while MaxTabs are open is closed before it
+// runs, and the action during which that happened says so in its Note: a
+// window.open storm cannot grow tabs, renderers and event routing without
+// bound.
+const MaxTabs = 20
 
 // cdpCall bounds the tracker's own CDP calls.
 const cdpCall = 5 * time.Second
@@ -240,6 +249,13 @@ func (t *tabTracker) attached(e proto.TargetAttachedToTarget) {
 		t.spawn(func() { t.release(e.SessionID) })
 		return
 	}
+	if len(t.pages)+t.adopting >= MaxTabs {
+		t.refused++
+		t.notifyLocked()
+		t.mu.Unlock()
+		t.spawn(func() { t.refuse(e.SessionID, info.TargetID) })
+		return
+	}
 	pg := &Page{}
 	newPageTab(t, pg, opener.tab.opts, info.OpenerID, e.SessionID, func(ctx context.Context) proto.Client {
 		return t.session(ctx, e.SessionID)
@@ -261,6 +277,24 @@ func (t *tabTracker) release(id proto.TargetSessionID) {
 	defer cancel()
 	_ = proto.RuntimeRunIfWaitingForDebugger{}.Call(t.session(ctx, id))
 	_ = proto.TargetDetachFromTarget{SessionID: id}.Call(t.session(ctx, t.root))
+}
+
+// refuse closes a popup opened while MaxTabs were open. It is resumed
+// first: a page held waiting for the debugger cannot be closed, and its
+// opener's window.open (and the input event that ran it) waits for it.
+func (t *tabTracker) refuse(id proto.TargetSessionID, target proto.TargetTargetID) {
+	ctx, cancel := context.WithTimeout(t.ctx, cdpCall)
+	defer cancel()
+	t.release(id)
+	_, _ = proto.TargetCloseTarget{TargetID: target}.Call(t.b.Context(ctx))
+}
+
+// refusedCount returns how many popups were closed because MaxTabs were
+// open.
+func (t *tabTracker) refusedCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.refused
 }
 
 // adoptPopup turns on the popup's events and the opener's emulation,
