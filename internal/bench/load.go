@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -271,6 +272,9 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	if err := os.Chmod(pgDir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
+	// What ran before (the page layer's browsers, Playwright MCP) is
+	// closing: wait for it, so the memory figures count this service only.
+	waitNoChildren(ctx, 30*time.Second)
 	logf("starting Postgres")
 	pg, err := localpg.Start(ctx, localpg.Options{DataDir: filepath.Join(pgDir, "pg"), Database: "wayfinder"})
 	if err != nil {
@@ -586,6 +590,9 @@ func (e *loadEnv) measureLevel(ctx context.Context, capacity int, res *LoadResul
 		return lvl, ctx.Err()
 	case <-time.After(2 * time.Second):
 	}
+	// Idle is the server as it settles: the heap of what ran before is
+	// returned to the system first.
+	debug.FreeOSMemory()
 	idle, err := servicePSS()
 	if err != nil {
 		return lvl, err
@@ -737,4 +744,17 @@ func ParseConcurrency(list string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// waitNoChildren waits, up to limit, until this process has no child
+// process left.
+func waitNoChildren(ctx context.Context, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for len(childrenOf(processes(), os.Getpid())) > 0 && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

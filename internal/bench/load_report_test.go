@@ -95,11 +95,28 @@ func TestReadResilience(t *testing.T) {
 
 	var b strings.Builder
 	renderResilience(&b, &Report{Resilience: r})
+	require.Contains(t, b.String(), "| `runs[0].status` | COMPLETED |")
 	require.Contains(t, b.String(), "Command: `make chaos`")
 	require.Contains(t, b.String(), "| `chromium_kills.kills` | 40 |")
 	b.Reset()
 	renderResilience(&b, &Report{})
 	require.Contains(t, b.String(), "Not measured yet")
+
+	// The chaos tests' own shape: a section per test.
+	require.NoError(t, os.WriteFile(path, []byte(`{"command": "make chaos", "tests": {
+		"TestB": {"updated": "2026-11-22T15:49:50Z", "duration_s": 32.6, "summary": "all good", "figures": {"outages": 2, "by": {"X": 1}}},
+		"TestA": {"summary": "fine", "figures": {"runs": 6}}}}`), 0o600))
+	r, err = ReadResilience(path)
+	require.NoError(t, err)
+	require.Empty(t, r.Rows)
+	require.Equal(t, []ResilienceTest{
+		{Name: "TestA", Summary: "fine", Figures: [][2]string{{"runs", "6"}}},
+		{Name: "TestB", Summary: "all good", Updated: "2026-11-22T15:49:50Z", Seconds: 32.6, Figures: [][2]string{{"by.X", "1"}, {"outages", "2"}}},
+	}, r.Tests)
+	b.Reset()
+	renderResilience(&b, &Report{Resilience: r})
+	require.Contains(t, b.String(), "### TestB\n\nall good (took 33 s; written 2026-11-22T15:49:50Z).")
+	require.Contains(t, b.String(), "| `by.X` | 1 |")
 
 	require.NoError(t, os.WriteFile(path, []byte(`{"broken`), 0o600))
 	_, err = ReadResilience(path)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -24,9 +25,23 @@ type Resilience struct {
 	Path string
 	// Command produced the file (its "command" field, if any).
 	Command string
-	// Rows are the file's values as key path and value, in file order
-	// of keys sorted per object.
+	// Tests are the figures per chaos test, when the file has the shape
+	// the chaos tests write ({"tests": {"<Test>": {"summary", "figures",
+	// ...}}}); otherwise Rows has every value.
+	Tests []ResilienceTest
+	// Rows are the file's values as key path and value, keys sorted per
+	// object.
 	Rows [][2]string
+}
+
+// ResilienceTest is one chaos test's figures.
+type ResilienceTest struct {
+	// Name is the test; Summary its one-line outcome; Updated when it
+	// wrote them; Seconds how long it took.
+	Name, Summary, Updated string
+	Seconds                float64
+	// Figures are its figures as key path and value.
+	Figures [][2]string
 }
 
 // ReadResilience reads the chaos tests' figures at path; nil, nil when
@@ -49,6 +64,26 @@ func ReadResilience(path string) (*Resilience, error) {
 			r.Command = c
 			delete(m, "command")
 		}
+	}
+	if m, ok := v.(map[string]any); ok {
+		tests, _ := m["tests"].(map[string]any)
+		for _, name := range slices.Sorted(maps.Keys(tests)) {
+			t, ok := tests[name].(map[string]any)
+			if !ok {
+				r.Tests = nil
+				break
+			}
+			rt := ResilienceTest{Name: name}
+			rt.Summary, _ = t["summary"].(string)
+			rt.Updated, _ = t["updated"].(string)
+			rt.Seconds, _ = t["duration_s"].(float64)
+			flatten("", t["figures"], &rt.Figures)
+			r.Tests = append(r.Tests, rt)
+		}
+		if len(r.Tests) > 0 && len(m) == 1 {
+			return r, nil
+		}
+		r.Tests = nil
 	}
 	flatten("", v, &r.Rows)
 	return r, nil
@@ -331,7 +366,7 @@ func renderReplicas(b *strings.Builder, l *LoadResult) {
 func renderCapacity(b *strings.Builder, l *LoadResult) {
 	c := l.Capacity
 	b.WriteString("\n## Capacity model\n\n")
-	fmt.Fprintf(b, "On paper, from the figures above (%d runs, %d steps of the throughput levels; %s).\n\n", c.Runs, c.Steps, loadCommand(l))
+	fmt.Fprintf(b, "On paper, from the figures above (%d runs, %d steps of the throughput levels). %s\n\n", c.Runs, c.Steps, loadCommand(l))
 	if c.Steps == 0 {
 		b.WriteString("Not measured in this run.\n")
 		return
@@ -393,7 +428,20 @@ func renderResilience(b *strings.Builder, r *Report) {
 	if cmd == "" {
 		cmd = "make chaos"
 	}
-	fmt.Fprintf(b, "The chaos tests' figures, from `%s` as they wrote it. Command: `%s`.\n\n", res.Path, cmd)
+	fmt.Fprintf(b, "The chaos tests' figures (build tag `chaos`, `internal/server`), from `%s` as they wrote it. "+
+		"Command: `%s`.\n", res.Path, cmd)
+	for _, t := range res.Tests {
+		fmt.Fprintf(b, "\n### %s\n\n%s (took %.0f s; written %s).\n\n", t.Name, orDash(t.Summary), t.Seconds, orDash(t.Updated))
+		rows := make([][]string, 0, len(t.Figures))
+		for _, kv := range t.Figures {
+			rows = append(rows, []string{"`" + kv[0] + "`", kv[1]})
+		}
+		table(b, []string{"figure", "value"}, rows)
+	}
+	if len(res.Tests) > 0 {
+		return
+	}
+	b.WriteString("\n")
 	rows := make([][]string, 0, len(res.Rows))
 	for _, kv := range res.Rows {
 		rows = append(rows, []string{"`" + kv[0] + "`", kv[1]})
