@@ -79,10 +79,8 @@ func genREST(r *rand.Rand, routes [][2]string) malformedREST {
 	path := route[1]
 	for strings.Contains(path, "{") {
 		i, j := strings.Index(path, "{"), strings.Index(path, "}")
-		// "%00" is left out: a NUL tenant ID reaches Postgres (500,
-		// reported in /tmp/notes/doc_hostile.md); other NUL bytes are
-		// in the bodies.
-		ids := []string{"6f1f0c4e-4a7f-4a55-8c55-5d3c1b3f0a11", "nope", "%ff%fe", "..%2F..%2Fetc", strings.Repeat("a", 3000), "%e2%80%ae", "{x}"}
+		ids := []string{"6f1f0c4e-4a7f-4a55-8c55-5d3c1b3f0a11", "nope", "%ff%fe", "..%2F..%2Fetc", strings.Repeat("a", 3000), "%e2%80%ae", "{x}",
+			"%00", "acme%00", "urn:uuid:6f1f0c4e-4a7f-4a55-8c55-5d3c1b3f0a11"}
 		path = path[:i] + ids[r.IntN(len(ids))] + path[j+1:]
 	}
 	req := malformedREST{method: route[0], path: path, contentType: "application/json"}
@@ -119,7 +117,10 @@ func genREST(r *rand.Rand, routes [][2]string) malformedREST {
 			`{"max_steps":"many","labels":[1,2]}`,
 			`{"goal":"x","start_url":"https://example.com","browser":{"run_timeout":"forever"}}`,
 			`{"goal":null,"start_url":1e999}`,
-		}[r.IntN(6)])
+			// NUL characters, which Postgres stores in no text or JSON.
+			`{"goal":"x\u0000y","start_url":"https://example.com","labels":{"a\u0000":"b"}}`,
+			`{"name":"n\u0000","display_name":"\u0000","tenant_id":"acme\u0000"}`,
+		}[r.IntN(8)])
 		if r.IntN(3) == 0 {
 			req.method, req.path, req.body = "GET", "/v1/runs?statuses=RUN_STATUS_BOGUS&page_size=-1", nil
 		}
@@ -137,7 +138,9 @@ func genREST(r *rand.Rand, routes [][2]string) malformedREST {
 	case 8: // truncated or trailing JSON
 		b := []byte(`{"goal":"x","start_url":"https://example.com","max_steps":3}`)
 		if r.IntN(2) == 0 {
-			req.body = b[:r.IntN(len(b))]
+			// At least "{": an empty body is a valid empty message (a
+			// site profile with nothing set, say), not a malformed one.
+			req.body = b[:1+r.IntN(len(b)-1)]
 		} else {
 			req.body = append(b, []byte(`}{"x":1}`)...)
 		}

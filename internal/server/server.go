@@ -435,9 +435,11 @@ func startAPI(ctx context.Context, cfg config.Config, d apiDeps, errc chan<- err
 		grpc.StatsHandler(otelgrpc.NewServerHandler(
 			otelgrpc.WithTracerProvider(d.tp), otelgrpc.WithPropagators(propagation.TraceContext{}))),
 		grpc.ChainUnaryInterceptor(srvMetrics.UnaryServerInterceptor(), api.UnaryErrors(d.logger),
-			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recovered(d.logger))), authn.Unary()),
+			recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recovered(d.logger))), authn.Unary(),
+			api.UnaryNoNUL()),
 		grpc.ChainStreamInterceptor(srvMetrics.StreamServerInterceptor(), api.StreamErrors(d.logger),
-			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(recovered(d.logger))), authn.Stream()),
+			recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(recovered(d.logger))), authn.Stream(),
+			api.StreamNoNUL()),
 	)
 	runs := api.NewRunService(api.Config{
 		Store: d.store, Queue: d.queue, Hub: d.hub, MaxRunTimeout: cfg.RunTimeout, Logger: d.logger,

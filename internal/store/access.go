@@ -186,7 +186,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, tenant string) ([]*wfv1.ApiKey,
 
 // RevokeAPIKey revokes one of a tenant's keys.
 func (s *Store) RevokeAPIKey(ctx context.Context, tenant, id string) error {
-	if _, err := uuid.Parse(id); err != nil {
+	if !validUUID(id) {
 		return fmt.Errorf("API key %q: %w", id, fault.ErrNotFound)
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())

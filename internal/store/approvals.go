@@ -172,7 +172,7 @@ func (s *Store) AnswerApproval(ctx context.Context, runID string, a Answer) (*wf
 // GetApproval returns approval id of run runID, with its answer once
 // answered, or an error wrapping fault.ErrNotFound.
 func (s *Store) GetApproval(ctx context.Context, runID, id string) (*wfv1.ApprovalRequest, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !validUUID(id) {
 		return nil, fmt.Errorf("approval %q: %w", id, errNotFound)
 	}
 	req, err := scanApproval(s.pool.QueryRow(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = $1 AND run_id = $2`, id, runID))

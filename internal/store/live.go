@@ -92,7 +92,7 @@ type LiveSession struct {
 // the frame and input a previous worker left, and wakes the run's live
 // followers.
 func (s *Store) RegisterLiveSession(ctx context.Context, runID, worker string) error {
-	if _, err := uuid.Parse(runID); err != nil {
+	if !validUUID(runID) {
 		return fmt.Errorf("run %q: %w", runID, errNotFound)
 	}
 	return s.InTx(ctx, func(tx pgx.Tx) error {
@@ -142,7 +142,7 @@ func deleteLiveData(ctx context.Context, tx pgx.Tx, runID string) error {
 // ErrLiveUnavailable when it has none or the run is not RUNNING or
 // AWAITING_APPROVAL (a row a killed worker left behind).
 func (s *Store) LiveSession(ctx context.Context, runID string) (*LiveSession, error) {
-	if _, err := uuid.Parse(runID); err != nil {
+	if !validUUID(runID) {
 		return nil, fmt.Errorf("run %q: %w", runID, errNotFound)
 	}
 	ls := LiveSession{RunID: runID}
@@ -263,7 +263,7 @@ func (s *Store) RequestTakeover(ctx context.Context, runID, by string) (*wfv1.Ta
 // OpenTakeover returns run runID's REQUESTED or ACTIVE takeover (nil when
 // none) and whether a hand-back of it was asked for.
 func (s *Store) OpenTakeover(ctx context.Context, runID string) (t *wfv1.Takeover, handBack bool, err error) {
-	if _, err := uuid.Parse(runID); err != nil {
+	if !validUUID(runID) {
 		return nil, false, nil
 	}
 	var at *time.Time
@@ -356,7 +356,7 @@ func endMessage(t *wfv1.Takeover) string {
 // with note, and the worker ends it (UpdateTakeover). Both wake the run's
 // worker. Any other takeover is ErrTakeoverNotActive.
 func (s *Store) HandBackTakeover(ctx context.Context, runID, id, by, note string) (*wfv1.Takeover, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !validUUID(id) {
 		return nil, fmt.Errorf("takeover %q: %w", id, ErrTakeoverNotActive)
 	}
 	var t *wfv1.Takeover
@@ -399,7 +399,7 @@ func (s *Store) HandBackTakeover(ctx context.Context, runID, id, by, note string
 // SetTakeoverStep records the number of the step that holds what the
 // person did in takeover takeoverID of run runID.
 func (s *Store) SetTakeoverStep(ctx context.Context, runID, takeoverID string, step int32) error {
-	if _, err := uuid.Parse(takeoverID); err != nil {
+	if !validUUID(takeoverID) {
 		return fmt.Errorf("takeover %q: %w", takeoverID, errNotFound)
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE takeovers SET step_number = $3 WHERE id = $1 AND run_id = $2`, takeoverID, runID, step)
@@ -424,7 +424,7 @@ type LiveInput struct {
 // commit one after another, in the order of their sequence numbers. The takeover must be ACTIVE
 // and not handed back, else ErrTakeoverNotActive.
 func (s *Store) AppendLiveInputs(ctx context.Context, runID, takeoverID string, in []*wfv1.LiveInput) error {
-	if _, err := uuid.Parse(takeoverID); err != nil {
+	if !validUUID(takeoverID) {
 		return fmt.Errorf("takeover %q: %w", takeoverID, ErrTakeoverNotActive)
 	}
 	raw := make([][]byte, len(in))

@@ -149,7 +149,7 @@ type querier interface {
 }
 
 func getRun(ctx context.Context, q querier, id string) (*wfv1.Run, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !validUUID(id) {
 		return nil, fmt.Errorf("run %q: %w", id, errNotFound)
 	}
 	run, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, id))
@@ -160,7 +160,7 @@ func getRun(ctx context.Context, q querier, id string) (*wfv1.Run, error) {
 }
 
 func lockRun(ctx context.Context, tx pgx.Tx, id string) (*wfv1.Run, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !validUUID(id) {
 		return nil, fmt.Errorf("run %q: %w", id, errNotFound)
 	}
 	run, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1 FOR UPDATE`, id))

@@ -167,7 +167,7 @@ func (s *Store) MediaRun(ctx context.Context, id string) (string, error) {
 // fault.ErrNotFound (also when its object is missing from the object
 // store) or fault.ErrUnavailable (the object store cannot be read).
 func (s *Store) GetMedia(ctx context.Context, id string) (*Media, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !validUUID(id) {
 		return nil, fmt.Errorf("media %q: %w", id, errNotFound)
 	}
 	m := &Media{ID: id}
