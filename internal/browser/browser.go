@@ -99,6 +99,33 @@ type Page struct {
 
 // NewPage opens a blank page with the given emulation settings.
 func (s *Session) NewPage(ctx context.Context, opts PageOptions) (*Page, error) {
+	type opened struct {
+		pg  *Page
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		pg, err := s.newPage(ctx, opts)
+		done <- opened{pg, err}
+	}()
+	t := time.NewTimer(newPageTimeout)
+	defer t.Stop()
+	select {
+	case o := <-done:
+		return o.pg, o.err
+	case <-t.C:
+		// A browser whose new page's renderer died never answers the
+		// page's setup calls, whatever their context (and rod holds a
+		// browser-wide lock meanwhile): for the caller it is gone, to be
+		// replaced. The call ends when the browser is closed.
+		return nil, fmt.Errorf("%w: no page opened within %s", ErrBrowserGone, newPageTimeout)
+	}
+}
+
+// newPageTimeout bounds opening a page (NewPage).
+const newPageTimeout = 30 * time.Second
+
+func (s *Session) newPage(ctx context.Context, opts PageOptions) (*Page, error) {
 	p, err := s.b.Context(ctx).Page(proto.TargetCreateTarget{URL: "about:blank"})
 	if err != nil {
 		return nil, classify(fmt.Errorf("open page: %w", err))
