@@ -24,7 +24,7 @@ PLAYWRIGHT_MCP_CLI     := $(PLAYWRIGHT_MCP_DIR)/node_modules/@playwright/mcp/cli
 PLAYWRIGHT_MCP_STAMP   := $(PLAYWRIGHT_MCP_DIR)/.installed-$(PLAYWRIGHT_MCP_VERSION)
 BENCH_FLAGS            ?=
 
-.PHONY: all build run demo test lint gen check-gen tools deps bench clean
+.PHONY: all build run demo test chaos fuzz lint gen check-gen tools deps bench clean
 
 all: build
 
@@ -48,11 +48,28 @@ demo: deps build
 test: deps
 	$(GO) test $(TEST_FLAGS) ./...
 
+# make chaos writes the resilience figures here (docs/benchmarks.md renders them).
+CHAOS_REPORT ?= $(CURDIR)/docs/data/resilience.json
+# make fuzz: how long each native fuzz target runs.
+FUZZTIME ?= 20s
+
+## chaos: kill Chromium, a replica and Postgres under load (serial, no -race; about 6 minutes)
+chaos: deps
+	CHAOS_REPORT=$(CHAOS_REPORT) $(GO) test -tags chaos -count=1 -p 1 -timeout 15m -run '^TestChaos' ./internal/server
+
+## fuzz: run each native fuzz target for FUZZTIME
+fuzz:
+	$(GO) test ./internal/api -run '^$$' -fuzz '^FuzzValidateParams$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/api -run '^$$' -fuzz '^FuzzFlatParams$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/suite -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME)
+
 ## lint: gofmt, go vet and staticcheck
 lint: $(TOOLS)/staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags chaos ./internal/server
 	staticcheck ./...
+	staticcheck -tags chaos ./internal/server
 
 ## gen: regenerate api/gen and api/openapi from api/proto
 gen: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc $(TOOLS)/protoc-gen-grpc-gateway $(TOOLS)/protoc-gen-openapiv2
