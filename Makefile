@@ -24,13 +24,20 @@ PLAYWRIGHT_MCP_CLI     := $(PLAYWRIGHT_MCP_DIR)/node_modules/@playwright/mcp/cli
 PLAYWRIGHT_MCP_STAMP   := $(PLAYWRIGHT_MCP_DIR)/.installed-$(PLAYWRIGHT_MCP_VERSION)
 BENCH_FLAGS            ?=
 
-.PHONY: all build run demo test chaos fuzz lint gen check-gen tools deps bench clean
+.PHONY: all build run demo test chaos fuzz deploy-check deploy-smoke lint gen check-gen tools deps bench clean
 
 all: build
 
+# Build information stamped into the binary (wayfinder version, the
+# wayfinder_build_info metric); the Dockerfile passes the same flags.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X github.com/wayfinder/wayfinder/internal/version.Version=$(VERSION) -X github.com/wayfinder/wayfinder/internal/version.Commit=$(COMMIT) -X github.com/wayfinder/wayfinder/internal/version.Date=$(DATE)
+
 ## build: compile the server to bin/wayfinder
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/wayfinder
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/wayfinder
 
 ## deps: install Chromium and PostgreSQL when missing
 deps:
@@ -62,6 +69,16 @@ fuzz:
 	$(GO) test ./internal/api -run '^$$' -fuzz '^FuzzValidateParams$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/api -run '^$$' -fuzz '^FuzzFlatParams$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/suite -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME)
+
+## deploy-check: validate the Dockerfile, deploy/k8s and deploy/compose.yaml offline (nested module deploy/check)
+deploy-check: $(TOOLS)/staticcheck
+	@if [ "$$(id -u)" -eq 0 ] && ! apt-cache show tini >/dev/null 2>&1; then apt-get update -qq; fi
+	cd deploy/check && $(GO) vet -tags smoke ./... && staticcheck -tags smoke ./... && $(GO) test -count=1 ./...
+
+## deploy-smoke: build as the image does, run it unprivileged under tini in a PID namespace
+deploy-smoke: deps
+	@command -v tini >/dev/null 2>&1 || { [ "$$(id -u)" -eq 0 ] && apt-get install -y -qq --no-install-recommends tini >/dev/null; }
+	cd deploy/check && $(GO) test -tags smoke -count=1 -timeout 20m -run TestImageLikeSmoke ./...
 
 ## lint: gofmt, go vet and staticcheck
 lint: $(TOOLS)/staticcheck

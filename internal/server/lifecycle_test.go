@@ -304,6 +304,7 @@ func TestObservabilityEndpoints(t *testing.T) {
 		`wayfinder_runs{status="queued"} 0`,
 		`wayfinder_queue_jobs{state="available"} 0`,
 		`wayfinder_grpc_server_handled_total{grpc_code="OK",grpc_method="CreateRun"`,
+		`wayfinder_build_info{commit=`,
 	}
 	for _, want := range wants {
 		assert.Contains(t, string(metrics), want)

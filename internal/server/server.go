@@ -52,6 +52,7 @@ import (
 	"github.com/wayfinder/wayfinder/internal/store"
 	"github.com/wayfinder/wayfinder/internal/store/localpg"
 	"github.com/wayfinder/wayfinder/internal/suiterun"
+	"github.com/wayfinder/wayfinder/internal/version"
 	"github.com/wayfinder/wayfinder/internal/webhook"
 	"github.com/wayfinder/wayfinder/internal/worker"
 )
@@ -147,7 +148,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		store.NewCollector(st))
+		store.NewCollector(st), version.NewCollector())
 	if err := st.UseMediaStore(ctx, cfg, reg, logger); err != nil { // screenshots in Postgres or an S3 bucket
 		return err
 	}
