@@ -62,9 +62,12 @@ type model struct {
 	waited   bool            // its one wait (an unsatisfied Expect) was sent
 	waitLeft float64         // seconds still to wait (WaitTime)
 	verified []string        // expectations met, for the final reason
-	seq      int             // numbers tool call IDs
-	pend     pending         // the last tool call sent
-	last     *llm.Response   // the last answer
+	// reclaimed: a success claim refused because the browser crashed as
+	// it was made has been made again once.
+	reclaimed bool
+	seq       int           // numbers tool call IDs
+	pend      pending       // the last tool call sent
+	last      *llm.Response // the last answer
 }
 
 // purpose is why a tool call was sent.
@@ -217,6 +220,13 @@ func (m *model) absorb(res *llm.ToolResult) (*decision, error) {
 		case o.acknowledged:
 			// The run should have ended; say the same again.
 			return m.redo(), nil
+		case m.pend.status == "success" && !m.reclaimed && strings.Contains(o.problem, crashMarker):
+			// The browser crashed as success was claimed: the service
+			// reopened the page, and the claim is made once more there
+			// rather than a crash of the service's becoming a verdict
+			// against the site.
+			m.reclaimed = true
+			return m.redo(), nil
 		case m.pend.status == "success":
 			return m.giveUp("", "The run did not accept success: "+o.problem), nil
 		default:
@@ -244,6 +254,10 @@ func (m *model) absorb(res *llm.ToolResult) (*decision, error) {
 	}
 	return nil, nil
 }
+
+// crashMarker is how the run's answer to a refused claim names a browser
+// crash (the error category of the step the claim was made in).
+const crashMarker = "browser_crash"
 
 // redo is the last decision again.
 func (m *model) redo() *decision {

@@ -270,6 +270,24 @@ func TestNotAcknowledged(t *testing.T) {
 	require.ErrorContains(t, err, "still no")
 }
 
+// A success claim refused because the browser crashed as it was made is
+// made once more on the reopened page; refused again, the run gives up.
+func TestClaimAgainAfterACrash(t *testing.T) {
+	t.Parallel()
+	c := newConvo(t, "Expect text Welcome")
+	tool, args := c.turn(dashboard)
+	require.Equal(t, toolComplete, tool)
+	require.Equal(t, "success", args["status"])
+	c.answer(`{"acknowledged":false,"message":"Not confirmed: the last step ended with an error: browser_crash: the browser crashed: gone"}`, true)
+	tool, args = c.turn(dashboard)
+	require.Equal(t, toolComplete, tool)
+	require.Equal(t, "success", args["status"], "claimed again on the reopened page")
+	c.answer(`{"acknowledged":false,"message":"Not confirmed: the last step ended with an error: browser_crash: again"}`, true)
+	tool, args = c.turn(dashboard)
+	require.Equal(t, toolComplete, tool)
+	require.Equal(t, "failed", args["status"], "once only")
+}
+
 func TestAcknowledgedRepeats(t *testing.T) {
 	t.Parallel()
 	c := newConvo(t, "Expect text Welcome")
