@@ -109,20 +109,30 @@ type chord struct {
 	key  keyDef
 }
 
+// KeyChords splits the actions' key syntax ("Control+Shift+ArrowLeft
+// Enter": chords separated by spaces, keys of a chord by "+", a "+" key
+// written "Shift++" or "+") into each chord's key names, modifiers first.
+// The names are not checked.
+func KeyChords(s string) [][]string {
+	var out [][]string
+	for _, tok := range strings.Fields(s) {
+		switch {
+		case tok == "+":
+			out = append(out, []string{"+"})
+		case strings.HasSuffix(tok, "++"):
+			out = append(out, append(strings.Split(strings.TrimSuffix(tok, "++"), "+"), "+"))
+		default:
+			out = append(out, strings.Split(tok, "+"))
+		}
+	}
+	return out
+}
+
 // parseKeys parses "Control+Shift+ArrowLeft Enter": chords separated by
 // spaces, keys of a chord by "+" (a "+" key is written "Shift++" or "+").
 func parseKeys(s string) ([]chord, error) {
 	var out []chord
-	for _, tok := range strings.Fields(s) {
-		var parts []string
-		switch {
-		case tok == "+":
-			parts = []string{"+"}
-		case strings.HasSuffix(tok, "++"):
-			parts = append(strings.Split(strings.TrimSuffix(tok, "++"), "+"), "+")
-		default:
-			parts = strings.Split(tok, "+")
-		}
+	for _, parts := range KeyChords(s) {
 		var c chord
 		for i, p := range parts {
 			k, ok := lookupKey(p)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/wayfinder/wayfinder/internal/browser"
 )
 
 // Export (issue 8): a trace rendered for use outside Wayfinder, as a
@@ -828,21 +830,11 @@ var rodNamedKeys = map[string]string{
 // rodModifiers are the named keys that may hold a chord.
 var rodModifiers = map[string]bool{"ShiftLeft": true, "ControlLeft": true, "AltLeft": true, "MetaLeft": true}
 
-// rodChords converts the engine's key syntax ("Control+A Enter": chords
-// by spaces, keys of a chord by "+") to go-rod key slices, modifiers
+// rodChords converts the engine's key syntax (browser.KeyChords) to go-rod key slices, modifiers
 // first: []input.Key{input.ControlLeft, 'a'}.
 func rodChords(keys string) ([]string, error) {
 	var out []string
-	for _, tok := range strings.Fields(keys) {
-		var parts []string
-		switch {
-		case tok == "+":
-			parts = []string{"+"}
-		case strings.HasSuffix(tok, "++"):
-			parts = append(strings.Split(strings.TrimSuffix(tok, "++"), "+"), "+")
-		default:
-			parts = strings.Split(tok, "+")
-		}
+	for _, parts := range browser.KeyChords(keys) {
 		var ks []string
 		for i, p := range parts {
 			k, ok := rodKey(p)
